@@ -1,0 +1,27 @@
+/* What a backend implements behind solver/backend.h. Each backend fills a
+ * heat_backend whose ops point at its functions; backend.c dispatches. */
+#ifndef HEAT_BACKEND_IMPL_H
+#define HEAT_BACKEND_IMPL_H
+
+#include <stdio.h>
+
+#include "backend.h"
+
+typedef struct heat_backend_ops {
+    int (*upload)(heat_backend *b, const void *host_field, heat_error *err);
+    int (*advance)(heat_backend *b, int64_t steps, double *residual, heat_error *err);
+    int (*download)(heat_backend *b, void *host_field, heat_error *err);
+    void (*destroy)(heat_backend *b);
+} heat_backend_ops;
+
+struct heat_backend {
+    const heat_backend_ops *ops;
+    const heat_case *c;
+    char description[256];
+    void *impl; /* the backend's own state */
+};
+
+/* The CPU backend (kernels/cpu); always built. */
+int heat_cpu_backend_create(const heat_case *c, heat_backend **out, heat_error *err);
+
+#endif

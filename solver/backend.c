@@ -1,0 +1,68 @@
+#include <stdio.h>
+
+#include "backend_impl.h"
+
+#ifdef HEAT_HAVE_CUDA
+int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error *err);
+int heat_cuda_usable(char *why, size_t n);
+#endif
+
+int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
+{
+    *out = NULL;
+    (void)notices; /* used only when CUDA is built in */
+    switch (c->solver.backend) {
+    case HEAT_BACKEND_CPU: return heat_cpu_backend_create(c, out, err);
+    case HEAT_BACKEND_CUDA:
+#ifdef HEAT_HAVE_CUDA
+        return heat_cuda_backend_create(c, out, err);
+#else
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "solver.backend = \"cuda\": this heat was built without CUDA "
+                              "(see heat --version); use \"cpu\" or \"auto\"");
+#endif
+    case HEAT_BACKEND_AUTO:
+    default: {
+#ifdef HEAT_HAVE_CUDA
+        char why[256];
+        if (heat_cuda_usable(why, sizeof why)) return heat_cuda_backend_create(c, out, err);
+        if (notices) fprintf(notices, "notice: no usable GPU (%s): running on the CPU\n", why);
+#endif
+        return heat_cpu_backend_create(c, out, err);
+    }
+    }
+}
+
+int heat_backend_upload(heat_backend *b, const void *host_field, heat_error *err)
+{
+    return b->ops->upload(b, host_field, err);
+}
+
+int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
+{
+    return b->ops->advance(b, steps, residual, err);
+}
+
+int heat_backend_download(heat_backend *b, void *host_field, heat_error *err)
+{
+    return b->ops->download(b, host_field, err);
+}
+
+const char *heat_backend_describe(const heat_backend *b)
+{
+    return b->description;
+}
+
+void heat_backend_destroy(heat_backend *b)
+{
+    if (b) b->ops->destroy(b);
+}
+
+const char *heat_backend_builtin(void)
+{
+#ifdef HEAT_HAVE_CUDA
+    return "cpu (OpenMP), cuda";
+#else
+    return "cpu (OpenMP)";
+#endif
+}

@@ -1,0 +1,58 @@
+/* The time-stepping driver: owns the loop, never the field memory.
+ *
+ * It creates the backend, uploads the initial field, and advances in chunks
+ * that end exactly on every step where something is due (a residual check,
+ * a snapshot, a checkpoint, the end), writes history.csv, reports progress,
+ * stops at time.end, time.max_steps, steady state or a signal, and prints a
+ * summary.
+ */
+#ifndef HEAT_DRIVER_H
+#define HEAT_DRIVER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "heat_case.h"
+#include "heat_error.h"
+
+typedef enum {
+    HEAT_STOP_END,       /* t reached time.end */
+    HEAT_STOP_MAX_STEPS, /* the step number reached time.max_steps */
+    HEAT_STOP_STEADY,    /* max |du|/dt fell to steady.tolerance */
+    HEAT_STOP_SIGNAL,    /* SIGINT or SIGTERM */
+} heat_stop_reason;
+
+typedef struct heat_run_options {
+    const char *restart; /* NULL, a checkpoint path, or "latest" */
+    int overwrite;       /* replace another run's files in output.dir */
+    int quiet;           /* no progress, no summary */
+    FILE *out;           /* progress and summary (stdout) */
+    FILE *notices;       /* notices such as a backend fallback (stderr) */
+    void *field_out;     /* if not NULL: receives the final field (nx*ny*nz values) */
+} heat_run_options;
+
+typedef struct heat_run_result {
+    heat_stop_reason reason;
+    int signal;          /* the signal number for HEAT_STOP_SIGNAL */
+    int64_t start_step;  /* 0, or the step restarted from */
+    int64_t final_step;
+    double final_time;
+    double last_residual; /* NaN when never computed */
+    double wall;          /* seconds in the time loop */
+    double glups;         /* 1e9 point updates per second of wall */
+    double gbps;          /* effective bandwidth: one read + one write per update */
+    int64_t files;        /* files written */
+} heat_run_result;
+
+/* Runs the case (already derived with heat_case_derive). deck_text is the
+ * canonical deck after overrides, kept with checkpoints. Returns HEAT_OK when
+ * the run stopped for any reason in heat_stop_reason (a signal included: see
+ * result->reason), HEAT_EINPUT for problems found before anything was
+ * written (an occupied output directory, say), HEAT_ERUNTIME for failures
+ * during the run (a non-finite field names the step and time). */
+int heat_run(const heat_case *c, const char *deck_text, const heat_run_options *opt,
+             heat_run_result *result, heat_error *err);
+
+const char *heat_stop_reason_text(heat_stop_reason r);
+
+#endif

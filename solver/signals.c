@@ -1,0 +1,27 @@
+#include "signals.h"
+
+#include <signal.h>
+#include <string.h>
+
+static volatile sig_atomic_t caught;
+
+static void on_signal(int sig)
+{
+    if (!caught) caught = sig;
+}
+
+void heat_signals_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND; /* the second signal takes the default action */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+int heat_signals_caught(void)
+{
+    return caught;
+}

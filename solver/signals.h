@@ -1,0 +1,13 @@
+/* SIGINT / SIGTERM: the first one asks the run to stop after the current
+ * step (and write a checkpoint); a second one of the same kind ends the
+ * program at once, as the user then clearly wants. */
+#ifndef HEAT_SIGNALS_H
+#define HEAT_SIGNALS_H
+
+/* Installs the handlers. */
+void heat_signals_install(void);
+
+/* The signal number caught so far (SIGINT or SIGTERM), or 0. */
+int heat_signals_caught(void);
+
+#endif
