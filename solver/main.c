@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "bench.h"
 #include "deck.h"
 #include "driver.h"
 #include "output.h"
@@ -23,6 +24,7 @@ static const char usage_main[] =
     "\n"
     "usage: heat run [DECK] [--set key=value]... [--restart PATH|latest] [--overwrite] [--quiet]\n"
     "       heat check DECK [--set key=value]...\n"
+    "       heat bench [--size NXxNYxNZ]... [--precision float|double|both] [--json FILE]\n"
     "       heat --help | heat COMMAND --help | heat --version\n"
     "\n"
     "commands:\n"
@@ -30,6 +32,7 @@ static const char usage_main[] =
     "          when DECK is left out) and write history.csv to output.dir\n"
     "  check   validate a deck and print the derived numbers (spacing, r, dt, dt_max,\n"
     "          steps, memory, output volume) without running or writing anything\n"
+    "  bench   time the stencil sweep against a copy of the same size (GLUP/s, GB/s)\n"
     "\n"
     "exit status: 0 done, 1 runtime failure, 2 bad usage or deck,\n"
     "             130 / 143 after SIGINT / SIGTERM (a checkpoint is written first)\n"
@@ -278,6 +281,8 @@ int main(int argc, char **argv)
         }
         return is_run ? cmd_run(&a) : cmd_check(&a);
     }
-    fprintf(stderr, "heat: unknown command '%s' (commands: run, check; see heat --help)\n", cmd);
+    if (strcmp(cmd, "bench") == 0) return heat_bench_main(argc - 2, argv + 2);
+    fprintf(stderr, "heat: unknown command '%s' (commands: run, check, bench; see heat --help)\n",
+            cmd);
     return 2;
 }

@@ -1,0 +1,122 @@
+#include "test_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+void test_remove_tree(const char *path)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("rm", "rm", "-rf", path, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+}
+
+static int mkdir_p(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0777);
+            *p = '/';
+        }
+    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+const char *test_scratch_dir(const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", HEAT_TEST_TMP, name);
+    test_remove_tree(path);
+    assert_int_equal(mkdir_p(path), 0);
+    return path;
+}
+
+static char *slurp_fd(int fd)
+{
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    for (;;) {
+        if (len + 1024 > cap) s = realloc(s, cap *= 2);
+        ssize_t k = read(fd, s + len, cap - len - 1);
+        if (k <= 0) break;
+        len += (size_t)k;
+    }
+    s[len] = '\0';
+    return s;
+}
+
+int test_run_heat(const char *cwd, const char *const *argv, char **out, char **err)
+{
+    char tmpl_o[] = "/tmp/heat_test_outXXXXXX", tmpl_e[] = "/tmp/heat_test_errXXXXXX";
+    int fo = mkstemp(tmpl_o), fe = mkstemp(tmpl_e);
+    assert_true(fo >= 0 && fe >= 0);
+    unlink(tmpl_o);
+    unlink(tmpl_e);
+    int n = 0;
+    while (argv[n]) n++;
+    char **av = calloc((size_t)n + 2, sizeof *av);
+    av[0] = (char *)HEAT_EXE;
+    for (int i = 0; i < n; i++) av[i + 1] = (char *)argv[i];
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (cwd && chdir(cwd) != 0) _exit(126);
+        int nul = open("/dev/null", O_RDONLY);
+        dup2(nul, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(HEAT_EXE, av);
+        _exit(127);
+    }
+    free(av);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    lseek(fo, 0, SEEK_SET);
+    lseek(fe, 0, SEEK_SET);
+    if (out) *out = slurp_fd(fo);
+    if (err) *err = slurp_fd(fe);
+    close(fo);
+    close(fe);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return WEXITSTATUS(st);
+}
+
+void test_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+int test_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+double test_uniform(uint64_t *state, double lo, double hi)
+{
+    /* splitmix64 */
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (double)(z >> 11) * 0x1.0p-53;
+}

@@ -1,0 +1,31 @@
+/* Helpers shared by the tests: scratch directories, running the heat
+ * program and capturing its output, and random fields. */
+#ifndef HEAT_TEST_UTIL_H
+#define HEAT_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A fresh empty directory HEAT_TEST_TMP/<name> (removed first if present);
+ * returns its path in static storage valid until the next call. */
+const char *test_scratch_dir(const char *name);
+
+/* Removes a directory tree (rm -rf). */
+void test_remove_tree(const char *path);
+
+/* Runs the heat program with argv (NULL-terminated, without argv[0]) in
+ * directory `cwd` (NULL: the current one), stdin from /dev/null. Captures
+ * stdout and stderr into malloc'd strings (either pointer may be NULL).
+ * Returns the exit status, or 128 + signal when killed. */
+int test_run_heat(const char *cwd, const char *const *argv, char **out, char **err);
+
+/* Writes `text` to path; asserts on failure. */
+void test_write_file(const char *path, const char *text);
+
+/* Whether path exists. */
+int test_exists(const char *path);
+
+/* Deterministic uniform random numbers in [lo, hi) from a 64-bit state. */
+double test_uniform(uint64_t *state, double lo, double hi);
+
+#endif

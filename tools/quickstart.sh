@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian or Ubuntu machine for heat and builds it, then runs
+# the built-in default deck (`run`, the default) or the whole test suite
+# (`test`). Installs only the packages that are missing, with sudo when not
+# root. Safe to run again.
+#
+#   tools/quickstart.sh run     # build, then heat run on the default deck
+#   tools/quickstart.sh test    # build, then ctest (what CI runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-run}
+case "$mode" in
+  run|test) ;;
+  *) echo "usage: tools/quickstart.sh [run|test]" >&2; exit 2 ;;
+esac
+
+# Debian package names; gcc brings OpenMP (libgomp).
+packages=(build-essential cmake pkg-config libhdf5-dev libconfig-dev libcmocka-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+  echo "quickstart: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$jobs"
+
+if [ "$mode" = run ]; then
+  # The default deck writes to out/default; rerunning the quick start replaces it.
+  build/heat run --overwrite
+  echo "quickstart: done; see out/default/ and 'build/heat --help'"
+else
+  ctest --test-dir build --output-on-failure -j"$jobs"
+fi
