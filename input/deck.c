@@ -25,6 +25,14 @@ static void fmt_double(char *buf, size_t n, double x)
         snprintf(buf, n, "%.*g", p, x);
         if (strtod(buf, NULL) == x) break;
     }
+    /* "%.1g" writes 10 as "1e+01": write such numbers in plain digits. */
+    char *e = strchr(buf, 'e');
+    int exp10 = e ? atoi(e + 1) : 0;
+    if (e && exp10 >= 0 && exp10 < 17) {
+        char plain[64];
+        snprintf(plain, sizeof plain, "%.0f", x); /* %g uses e only when exp10 >= p */
+        if (strtod(plain, NULL) == x) snprintf(buf, n, "%s", plain);
+    }
     /* Keep it a float in libconfig's eyes: "1" would read back as an int. */
     if (!strpbrk(buf, ".eEn")) strncat(buf, ".0", n - strlen(buf) - 1);
 }
@@ -61,10 +69,14 @@ static void sb_quoted(strbuf *b, const char *s)
 {
     sb_printf(b, "\"");
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\') sb_printf(b, "\\%c", *s);
-        else if (*s == '\n') sb_printf(b, "\\n");
-        else if (*s == '\t') sb_printf(b, "\\t");
-        else sb_printf(b, "%c", *s);
+        if (*s == '"' || *s == '\\')
+            sb_printf(b, "\\%c", *s);
+        else if (*s == '\n')
+            sb_printf(b, "\\n");
+        else if (*s == '\t')
+            sb_printf(b, "\\t");
+        else
+            sb_printf(b, "%c", *s);
     }
     sb_printf(b, "\"");
 }
@@ -74,14 +86,22 @@ static void sb_value(strbuf *b, const config_setting_t *s, int indent)
 {
     char num[64];
     switch (config_setting_type(s)) {
-    case CONFIG_TYPE_INT: sb_printf(b, "%d", config_setting_get_int(s)); break;
-    case CONFIG_TYPE_INT64: sb_printf(b, "%lldL", config_setting_get_int64(s)); break;
+    case CONFIG_TYPE_INT:
+        sb_printf(b, "%d", config_setting_get_int(s));
+        break;
+    case CONFIG_TYPE_INT64:
+        sb_printf(b, "%lldL", config_setting_get_int64(s));
+        break;
     case CONFIG_TYPE_FLOAT:
         fmt_double(num, sizeof num, config_setting_get_float(s));
         sb_printf(b, "%s", num);
         break;
-    case CONFIG_TYPE_BOOL: sb_printf(b, "%s", config_setting_get_bool(s) ? "true" : "false"); break;
-    case CONFIG_TYPE_STRING: sb_quoted(b, config_setting_get_string(s)); break;
+    case CONFIG_TYPE_BOOL:
+        sb_printf(b, "%s", config_setting_get_bool(s) ? "true" : "false");
+        break;
+    case CONFIG_TYPE_STRING:
+        sb_quoted(b, config_setting_get_string(s));
+        break;
     case CONFIG_TYPE_ARRAY:
     case CONFIG_TYPE_LIST: {
         int list = config_setting_type(s) == CONFIG_TYPE_LIST;
@@ -103,14 +123,22 @@ static void sb_value(strbuf *b, const config_setting_t *s, int indent)
         }
         sb_printf(b, "%*s}", indent, "");
         break;
-    default: sb_printf(b, "?");
+    default:
+        sb_printf(b, "?");
     }
 }
 
-static char *canonical_text(const config_t *cfg)
+static char *canonical_text(const config_t *cfg, const char *name)
 {
     strbuf b = {0};
     const config_setting_t *root = config_root_setting(cfg);
+    /* A name taken from the deck's file name is written down, so that the text
+     * gives the same case wherever it is loaded from again. */
+    if (!config_setting_get_member(root, "name")) {
+        sb_printf(&b, "name = ");
+        sb_quoted(&b, name);
+        sb_printf(&b, ";\n");
+    }
     for (int i = 0; i < config_setting_length(root); i++) {
         const config_setting_t *m = config_setting_get_elem(root, (unsigned)i);
         sb_printf(&b, "%s = ", config_setting_name(m));
@@ -131,10 +159,14 @@ typedef struct vctx {
 
 static void where(const vctx *v, const config_setting_t *s, char *buf, size_t n)
 {
-    if (s && config_setting_is_root(s)) snprintf(buf, n, "%s", v->origin);
-    else if (s && config_setting_source_line(s) == 0) snprintf(buf, n, "--set");
-    else if (s) snprintf(buf, n, "%s:%u", s->file ? s->file : v->origin, s->line);
-    else snprintf(buf, n, "%s", v->origin);
+    if (s && config_setting_is_root(s))
+        snprintf(buf, n, "%s", v->origin);
+    else if (s && config_setting_source_line(s) == 0)
+        snprintf(buf, n, "--set");
+    else if (s)
+        snprintf(buf, n, "%s:%u", s->file ? s->file : v->origin, s->line);
+    else
+        snprintf(buf, n, "%s", v->origin);
 }
 
 static void path_of(const config_setting_t *s, char *buf, size_t n)
@@ -147,14 +179,17 @@ static void path_of(const config_setting_t *s, char *buf, size_t n)
     path_of(config_setting_parent(s), parent, sizeof parent);
     if (config_setting_name(s))
         snprintf(buf, n, "%s%s%s", parent, parent[0] ? "." : "", config_setting_name(s));
-    else snprintf(buf, n, "%s[%d]", parent, config_setting_index(s));
+    else
+        snprintf(buf, n, "%s[%d]", parent, config_setting_index(s));
 }
 
 static void value_text(const config_setting_t *s, char *buf, size_t n)
 {
     strbuf b = {0};
-    if (config_setting_is_group(s)) sb_printf(&b, "{ ... }");
-    else sb_value(&b, s, 0);
+    if (config_setting_is_group(s))
+        sb_printf(&b, "{ ... }");
+    else
+        sb_value(&b, s, 0);
     snprintf(buf, n, "%s", b.s ? b.s : "");
     if (strlen(buf) > 80) strcpy(buf + 76, " ...");
     free(b.s);
@@ -164,14 +199,22 @@ static const char *type_text(const config_setting_t *s)
 {
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_INT:
-    case CONFIG_TYPE_INT64: return "an integer";
-    case CONFIG_TYPE_FLOAT: return "a number";
-    case CONFIG_TYPE_BOOL: return "a boolean";
-    case CONFIG_TYPE_STRING: return "a string";
-    case CONFIG_TYPE_ARRAY: return "an array";
-    case CONFIG_TYPE_LIST: return "a list";
-    case CONFIG_TYPE_GROUP: return "a group";
-    default: return "something unknown";
+    case CONFIG_TYPE_INT64:
+        return "an integer";
+    case CONFIG_TYPE_FLOAT:
+        return "a number";
+    case CONFIG_TYPE_BOOL:
+        return "a boolean";
+    case CONFIG_TYPE_STRING:
+        return "a string";
+    case CONFIG_TYPE_ARRAY:
+        return "an array";
+    case CONFIG_TYPE_LIST:
+        return "a list";
+    case CONFIG_TYPE_GROUP:
+        return "a group";
+    default:
+        return "something unknown";
     }
 }
 
@@ -210,7 +253,8 @@ static size_t edit_distance(const char *a, const char *b)
         row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
             size_t up = row[j];
-            size_t sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            size_t sub =
+                diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
             size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
             row[j] = sub < best ? sub : best;
             diag = up;
@@ -260,10 +304,18 @@ static int get_number(vctx *v, const config_setting_t *g, const char *key, int r
         return 0;
     }
     switch (config_setting_type(s)) {
-    case CONFIG_TYPE_INT: *out = config_setting_get_int(s); break;
-    case CONFIG_TYPE_INT64: *out = (double)config_setting_get_int64(s); break;
-    case CONFIG_TYPE_FLOAT: *out = config_setting_get_float(s); break;
-    default: bad(v, s, "expected a number, found %s", type_text(s)); return -1;
+    case CONFIG_TYPE_INT:
+        *out = config_setting_get_int(s);
+        break;
+    case CONFIG_TYPE_INT64:
+        *out = (double)config_setting_get_int64(s);
+        break;
+    case CONFIG_TYPE_FLOAT:
+        *out = config_setting_get_float(s);
+        break;
+    default:
+        bad(v, s, "expected a number, found %s", type_text(s));
+        return -1;
     }
     if (!isfinite(*out)) {
         bad(v, s, "expected a finite number");
@@ -275,8 +327,12 @@ static int get_number(vctx *v, const config_setting_t *g, const char *key, int r
 static int as_int64(const config_setting_t *s, int64_t *out)
 {
     switch (config_setting_type(s)) {
-    case CONFIG_TYPE_INT: *out = config_setting_get_int(s); return 1;
-    case CONFIG_TYPE_INT64: *out = config_setting_get_int64(s); return 1;
+    case CONFIG_TYPE_INT:
+        *out = config_setting_get_int(s);
+        return 1;
+    case CONFIG_TYPE_INT64:
+        *out = config_setting_get_int64(s);
+        return 1;
     case CONFIG_TYPE_FLOAT: {
         /* 1e5 is a natural way to write a step count: accept integral floats. */
         double x = config_setting_get_float(s);
@@ -286,12 +342,12 @@ static int as_int64(const config_setting_t *s, int64_t *out)
         }
         return 0;
     }
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
-static int get_int(vctx *v, const config_setting_t *g, const char *key, int required,
-                   int64_t *out)
+static int get_int(vctx *v, const config_setting_t *g, const char *key, int required, int64_t *out)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
@@ -415,7 +471,8 @@ static void v_name(vctx *v, const config_setting_t *root, heat_case *c, const ch
             bad(v, MEMBER(root, "name"),
                 "expected 1 to 200 characters from A-Z a-z 0-9 _ - . (not starting with '.'): "
                 "the name is part of every output file name");
-        else snprintf(c->name, sizeof c->name, "%s", name);
+        else
+            snprintf(c->name, sizeof c->name, "%s", name);
         return;
     }
     /* Default: the deck file's base name without its extension, made safe. */
@@ -437,7 +494,8 @@ static void v_grid(vctx *v, const config_setting_t *root, heat_case *c)
     check_keys(v, g, keys, NULL);
 
     const config_setting_t *p = MEMBER(g, "points");
-    if (!p) missing(v, g, "points", "[nx, ny, nz], integers >= 3, nz = 1 for a 2D run");
+    if (!p)
+        missing(v, g, "points", "[nx, ny, nz], integers >= 3, nz = 1 for a 2D run");
     else if ((!config_setting_is_array(p) && !config_setting_is_list(p)) ||
              config_setting_length(p) != 3)
         bad(v, p, "expected [nx, ny, nz], integers >= 3, nz = 1 for a 2D run");
@@ -455,7 +513,8 @@ static void v_grid(vctx *v, const config_setting_t *root, heat_case *c)
             } else if (n > (INT64_C(1) << 40)) {
                 bad(v, e, "at most 2^40 points per axis");
                 ok = 0;
-            } else c->grid.n[i] = n;
+            } else
+                c->grid.n[i] = n;
         }
         if (ok) {
             double total = (double)c->grid.n[0] * (double)c->grid.n[1] * (double)c->grid.n[2];
@@ -490,16 +549,23 @@ static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
     if (!g) return;
     check_keys(v, g, keys, NULL);
     if (get_number(v, g, "end", 0, &c->time.end) == 1) {
-        if (c->time.end > 0) c->time.has_end = 1;
-        else bad(v, MEMBER(g, "end"), "the end time must be > 0");
+        if (c->time.end > 0)
+            c->time.has_end = 1;
+        else
+            bad(v, MEMBER(g, "end"), "the end time must be > 0");
     }
     if (get_int(v, g, "max_steps", 0, &c->time.max_steps) == 1) {
-        if (c->time.max_steps >= 1) c->time.has_max_steps = 1;
-        else bad(v, MEMBER(g, "max_steps"), "max_steps must be >= 1");
+        if (c->time.max_steps >= 1)
+            c->time.has_max_steps = 1;
+        else
+            bad(v, MEMBER(g, "max_steps"), "max_steps must be >= 1");
     }
     if (get_number(v, g, "dt", 0, &c->time.dt) == 1) {
-        if (c->time.dt > 0) c->time.has_dt = 1;
-        else bad(v, MEMBER(g, "dt"), "dt must be > 0 (leave it out for safety * dt_max)");
+        if (c->time.dt > 0) {
+            c->time.has_dt = 1;
+            where(v, MEMBER(g, "dt"), c->time.dt_where, sizeof c->time.dt_where);
+        } else
+            bad(v, MEMBER(g, "dt"), "dt must be > 0 (leave it out for safety * dt_max)");
     }
     if (get_number(v, g, "safety", 0, &c->time.safety) == 1 &&
         !(c->time.safety > 0 && c->time.safety <= 1))
@@ -527,8 +593,8 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
     static const char *const k_gaussian[] = {"type", "center", "width", "amplitude", "base", NULL};
     static const char *const k_sine[] = {"type", "modes", "amplitude", NULL};
     static const char *const k_file[] = {"type", "path", NULL};
-    static const char *const k_all[] = {"type",  "value",     "center", "width", "amplitude",
-                                        "base",  "modes",     "path",   NULL};
+    static const char *const k_all[] = {"type", "value", "center", "width", "amplitude",
+                                        "base", "modes", "path",   NULL};
     const config_setting_t *g =
         get_group(v, root, "initial", 1, "a group with type = constant, gaussian, sine or file");
     if (!g) return;
@@ -555,8 +621,7 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
         break;
     case HEAT_INIT_SINE:
         check_keys(v, g, k_sine, ctx);
-        if (get_triple(v, g, "modes", 1, c->initial.modes, "[kx, ky, kz], three numbers >= 0") ==
-            1)
+        if (get_triple(v, g, "modes", 1, c->initial.modes, "[kx, ky, kz], three numbers >= 0") == 1)
             for (unsigned i = 0; i < 3; i++)
                 if (!(c->initial.modes[i] >= 0))
                     bad(v, config_setting_get_elem(MEMBER(g, "modes"), i),
@@ -571,7 +636,8 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
                 bad(v, MEMBER(g, "path"), "expected the path of a snapshot or checkpoint file");
             else if (access(path, R_OK) != 0)
                 bad(v, MEMBER(g, "path"), "cannot read the file: %s", strerror(errno));
-            else snprintf(c->initial.path, sizeof c->initial.path, "%s", path);
+            else
+                snprintf(c->initial.path, sizeof c->initial.path, "%s", path);
         }
         break;
     }
@@ -599,9 +665,10 @@ static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
             c->bc[f].type = HEAT_BC_NEUMANN; /* unused in 2D */
             continue;
         }
-        const config_setting_t *fg = get_group(
-            v, g, faces[f], 1, "type = \"dirichlet\" with value, \"neumann\" with gradient, or "
-                               "\"periodic\"");
+        const config_setting_t *fg =
+            get_group(v, g, faces[f], 1,
+                      "type = \"dirichlet\" with value, \"neumann\" with gradient, or "
+                      "\"periodic\"");
         if (!fg) continue;
         int t;
         if (get_choice(v, fg, "type", 1, types, &t) != 1) {
@@ -647,10 +714,12 @@ static void v_output(vctx *v, const config_setting_t *root, heat_case *c)
     if (get_string(v, g, "dir", 0, &dir) == 1) {
         if (!dir[0] || strlen(dir) >= HEAT_PATH_MAX - 64)
             bad(v, MEMBER(g, "dir"), "expected a directory path");
-        else snprintf(c->output.dir, sizeof c->output.dir, "%s", dir);
+        else
+            snprintf(c->output.dir, sizeof c->output.dir, "%s", dir);
     }
     if (get_int(v, g, "every", 0, &c->output.every) == 1 && c->output.every < 0)
-        bad(v, MEMBER(g, "every"), "expected an integer >= 0 (0: initial and final snapshots only)");
+        bad(v, MEMBER(g, "every"),
+            "expected an integer >= 0 (0: initial and final snapshots only)");
     if (get_int(v, g, "checkpoint_every", 0, &c->output.checkpoint_every) == 1 &&
         c->output.checkpoint_every < 0)
         bad(v, MEMBER(g, "checkpoint_every"),
@@ -684,7 +753,8 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
         if (k < 1 || k > HEAT_TEMPORAL_BLOCK_LIMIT)
             bad(v, MEMBER(g, "temporal_block"), "expected an integer from 1 to %d",
                 HEAT_TEMPORAL_BLOCK_LIMIT);
-        else c->solver.temporal_block = (int)k;
+        else
+            c->solver.temporal_block = (int)k;
     }
 }
 
@@ -703,7 +773,9 @@ static void validate(vctx *v, const config_t *cfg, heat_case *c)
     v_boundary(v, root, c);
     v_output(v, root, c);
     v_solver(v, root, c);
-    if (!c->time.has_end && !c->time.has_max_steps && !c->steady.enabled)
+    /* Only when no stop rule is written at all: a bad one is reported already. */
+    if (!config_lookup(cfg, "time.end") && !config_lookup(cfg, "time.max_steps") &&
+        !config_lookup(cfg, "steady"))
         heat_error_append(v->err, HEAT_EINPUT,
                           "%s: nothing would stop the run: give time.end, time.max_steps or a "
                           "steady = { tolerance = ...; } group",
@@ -718,12 +790,14 @@ static int copy_setting(config_setting_t *parent, const char *name, const config
     config_setting_t *d = config_setting_add(parent, name, type);
     if (!d) return -1;
     switch (type) {
-    case CONFIG_TYPE_INT: return config_setting_set_int(d, config_setting_get_int(src)) ? 0 : -1;
+    case CONFIG_TYPE_INT:
+        return config_setting_set_int(d, config_setting_get_int(src)) ? 0 : -1;
     case CONFIG_TYPE_INT64:
         return config_setting_set_int64(d, config_setting_get_int64(src)) ? 0 : -1;
     case CONFIG_TYPE_FLOAT:
         return config_setting_set_float(d, config_setting_get_float(src)) ? 0 : -1;
-    case CONFIG_TYPE_BOOL: return config_setting_set_bool(d, config_setting_get_bool(src)) ? 0 : -1;
+    case CONFIG_TYPE_BOOL:
+        return config_setting_set_bool(d, config_setting_get_bool(src)) ? 0 : -1;
     case CONFIG_TYPE_STRING:
         return config_setting_set_string(d, config_setting_get_string(src)) ? 0 : -1;
     default:
@@ -769,7 +843,8 @@ static int apply_set(config_t *cfg, const char *set, heat_error *err)
     const char *eq = strchr(set, '=');
     if (!eq)
         return heat_error_append(err, HEAT_EINPUT,
-                                 "--set %s: expected key=value, e.g. --set time.end=2.0", set);
+                                 "--set%s%s: expected key=value, e.g. --set time.end=2.0",
+                                 set[0] ? " " : "", set);
     char key[512];
     size_t klen = (size_t)(eq - set);
     while (klen && isspace((unsigned char)set[klen - 1])) klen--;
@@ -779,8 +854,7 @@ static int apply_set(config_t *cfg, const char *set, heat_error *err)
         return heat_error_append(err, HEAT_EINPUT, "--set %s: the key is empty or too long", set);
     memcpy(key, set, klen);
     key[klen] = '\0';
-    if (!*value)
-        return heat_error_append(err, HEAT_EINPUT, "--set %s: the value is empty", set);
+    if (!*value) return heat_error_append(err, HEAT_EINPUT, "--set %s: the value is empty", set);
 
     config_t tmp;
     config_init(&tmp);
@@ -797,17 +871,17 @@ static int apply_set(config_t *cfg, const char *set, heat_error *err)
     while (tok) {
         char *next = strtok_r(NULL, ".", &save);
         if (!valid_name(tok)) {
-            rc = heat_error_append(err, HEAT_EINPUT,
-                                   "--set %.*s: '%s' is not a valid key name", (int)klen, set, tok);
+            rc = heat_error_append(err, HEAT_EINPUT, "--set %.*s: '%s' is not a valid key name",
+                                   (int)klen, set, tok);
             break;
         }
         config_setting_t *m = config_setting_get_member(cur, tok);
         if (next) {
-            if (!m) m = config_setting_add(cur, tok, CONFIG_TYPE_GROUP);
+            if (!m)
+                m = config_setting_add(cur, tok, CONFIG_TYPE_GROUP);
             else if (!config_setting_is_group(m)) {
-                rc = heat_error_append(err, HEAT_EINPUT,
-                                       "--set %.*s: '%s' is %s, not a group", (int)klen, set, tok,
-                                       type_text(m));
+                rc = heat_error_append(err, HEAT_EINPUT, "--set %.*s: '%s' is %s, not a group",
+                                       (int)klen, set, tok, type_text(m));
                 break;
             }
             cur = m;
@@ -838,15 +912,14 @@ static int finish(config_t *cfg, const char *origin, const char *const *sets, in
     if (err->code != HEAT_OK) return err->code;
     *out = c;
     if (text_out) {
-        *text_out = canonical_text(cfg);
+        *text_out = canonical_text(cfg, c.name);
         if (!*text_out) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     }
     return HEAT_OK;
 }
 
-int heat_deck_load_string(const char *text, const char *origin, const char *const *sets,
-                          int nsets, heat_case *out, char **text_out, FILE *notices,
-                          heat_error *err)
+int heat_deck_load_string(const char *text, const char *origin, const char *const *sets, int nsets,
+                          heat_case *out, char **text_out, FILE *notices, heat_error *err)
 {
     heat_error_clear(err);
     config_t cfg;
@@ -870,8 +943,9 @@ int heat_deck_load(const char *path, const char *const *sets, int nsets, heat_ca
                                      text_out, notices, err);
     heat_error_clear(err);
     FILE *f = fopen(path, "r");
-    if (!f) return heat_error_set(err, HEAT_EINPUT, "%s: cannot open the deck: %s", path,
-                                  strerror(errno));
+    if (!f)
+        return heat_error_set(err, HEAT_EINPUT, "%s: cannot open the deck: %s", path,
+                              strerror(errno));
     fclose(f);
     config_t cfg;
     config_init(&cfg);
@@ -885,8 +959,8 @@ int heat_deck_load(const char *path, const char *const *sets, int nsets, heat_ca
     }
     if (config_read_file(&cfg, path) != CONFIG_TRUE) {
         const char *file = config_error_file(&cfg);
-        heat_error_set(err, HEAT_EINPUT, "%s:%d: %s", file ? file : path,
-                       config_error_line(&cfg), config_error_text(&cfg));
+        heat_error_set(err, HEAT_EINPUT, "%s:%d: %s", file ? file : path, config_error_line(&cfg),
+                       config_error_text(&cfg));
         config_destroy(&cfg);
         return HEAT_EINPUT;
     }

@@ -35,8 +35,7 @@ int heat_deck_load(const char *path, const char *const *sets, int nsets, heat_ca
 
 /* As heat_deck_load, from text in memory; `origin` names it in messages
  * (a file name, "checkpoint", ...) and gives the default run name. */
-int heat_deck_load_string(const char *text, const char *origin, const char *const *sets,
-                          int nsets, heat_case *out, char **text_out, FILE *notices,
-                          heat_error *err);
+int heat_deck_load_string(const char *text, const char *origin, const char *const *sets, int nsets,
+                          heat_case *out, char **text_out, FILE *notices, heat_error *err);
 
 #endif

@@ -60,7 +60,8 @@ typedef struct heat_case {
         int has_max_steps;
         int64_t max_steps;
         int has_dt;
-        double dt; /* as given in the deck (only when has_dt) */
+        double dt;                         /* as given in the deck (only when has_dt) */
+        char dt_where[HEAT_PATH_MAX + 32]; /* "deck.cfg:7" or "--set", for messages */
         double safety;
     } time;
 
@@ -97,10 +98,10 @@ typedef struct heat_case {
 
     /* Derived by heat_case_derive(); zero until then. */
     struct {
-        double h[3];     /* spacing per axis (h[2] = 1 in 2D, unused) */
-        double r[3];     /* alpha * dt / h^2 per axis (0 for an unused axis) */
-        double dt_max;   /* largest stable dt: sum r = 1/2 */
-        double dt;       /* the dt the run uses */
+        double h[3];         /* spacing per axis (h[2] = 1 in 2D, unused) */
+        double r[3];         /* alpha * dt / h^2 per axis (0 for an unused axis) */
+        double dt_max;       /* largest stable dt: sum r = 1/2 */
+        double dt;           /* the dt the run uses */
         int64_t end_step;    /* step at which t = time.end, or -1 */
         int64_t stop_step;   /* min(end_step, max_steps), or -1 when only steady stops */
         int64_t check_every; /* residual / NaN check interval */

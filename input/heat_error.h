@@ -37,7 +37,6 @@ int heat_error_append(heat_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Puts printf-style context in front of err's message, keeping its code. */
-void heat_error_prefix(heat_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void heat_error_prefix(heat_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

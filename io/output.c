@@ -62,8 +62,9 @@ static int mkdir_p(const char *dir, heat_error *err)
             char saved = *p;
             *p = '\0';
             if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                return heat_error_set(err, HEAT_ERUNTIME, "cannot create the output directory %s: %s",
-                                      path, strerror(errno));
+                return heat_error_set(err, HEAT_ERUNTIME,
+                                      "cannot create the output directory %s: %s", path,
+                                      strerror(errno));
             *p = saved;
             if (saved == '\0') break;
         }
@@ -91,7 +92,7 @@ static int remove_run_files(const char *dir, heat_error *err)
     return rc;
 }
 
-/* On a restart, rows past the restart step belong to the interrupted run's
+/* On a restart, rows from the restart step on belong to the interrupted run's
  * future, which is about to be computed again: drop them. */
 static int truncate_history(const char *path, int64_t start_step, heat_error *err)
 {
@@ -108,7 +109,7 @@ static int truncate_history(const char *path, int64_t start_step, heat_error *er
     while (fgets(line, sizeof line, f)) {
         char *end;
         long long step = strtoll(line, &end, 10);
-        if (end != line && step > start_step) continue;
+        if (end != line && step >= start_step) continue; /* rewritten by this run */
         fputs(line, g);
     }
     fclose(f);
@@ -159,16 +160,18 @@ int heat_output_open(const heat_case *c, heat_output_mode mode, int64_t start_st
 int heat_output_history(heat_output *o, int64_t step, double time, double residual, double wall,
                         heat_error *err)
 {
-    if (isnan(residual)) fprintf(o->history, "%lld,%.17g,,%.6f\n", (long long)step, time, wall);
-    else fprintf(o->history, "%lld,%.17g,%.9g,%.6f\n", (long long)step, time, residual, wall);
+    if (isnan(residual))
+        fprintf(o->history, "%lld,%.17g,,%.6f\n", (long long)step, time, wall);
+    else
+        fprintf(o->history, "%lld,%.17g,%.9g,%.6f\n", (long long)step, time, residual, wall);
     if (fflush(o->history) != 0 || ferror(o->history))
         return heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: %s", o->history_path,
                               strerror(errno));
     return HEAT_OK;
 }
 
-int heat_output_snapshot(heat_output *o, int64_t step, double time, const void *field,
-                         int *written, heat_error *err)
+int heat_output_snapshot(heat_output *o, int64_t step, double time, const void *field, int *written,
+                         heat_error *err)
 {
     (void)o, (void)step, (void)time, (void)field, (void)err;
     *written = 0; /* the HDF5 snapshot writer plugs in here */

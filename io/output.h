@@ -31,7 +31,8 @@ typedef enum {
 int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *err);
 
 /* Creates the directory (with parents) and opens history.csv (appending in
- * HEAT_OUTPUT_CONTINUE mode, after dropping rows past `start_step`).
+ * HEAT_OUTPUT_CONTINUE mode, after dropping the rows from `start_step` on,
+ * which this run writes again).
  * HEAT_ERUNTIME with the path and the system's reason on failure. */
 int heat_output_open(const heat_case *c, heat_output_mode mode, int64_t start_step,
                      heat_output **out, heat_error *err);
@@ -44,8 +45,8 @@ int heat_output_history(heat_output *o, int64_t step, double time, double residu
 
 /* Writes the snapshot for `step` (the HDF5 seam; see above). Sets *written to
  * 1 when a file was written. */
-int heat_output_snapshot(heat_output *o, int64_t step, double time, const void *field,
-                         int *written, heat_error *err);
+int heat_output_snapshot(heat_output *o, int64_t step, double time, const void *field, int *written,
+                         heat_error *err);
 
 /* Writes a checkpoint for `step` (the HDF5 seam; see above). */
 int heat_output_checkpoint(heat_output *o, int64_t step, double time, const void *field,

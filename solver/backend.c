@@ -12,7 +12,8 @@ int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, h
     *out = NULL;
     (void)notices; /* used only when CUDA is built in */
     switch (c->solver.backend) {
-    case HEAT_BACKEND_CPU: return heat_cpu_backend_create(c, out, err);
+    case HEAT_BACKEND_CPU:
+        return heat_cpu_backend_create(c, out, err);
     case HEAT_BACKEND_CUDA:
 #ifdef HEAT_HAVE_CUDA
         return heat_cuda_backend_create(c, out, err);

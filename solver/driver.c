@@ -16,10 +16,14 @@
 const char *heat_stop_reason_text(heat_stop_reason r)
 {
     switch (r) {
-    case HEAT_STOP_END: return "reached time.end";
-    case HEAT_STOP_MAX_STEPS: return "reached time.max_steps";
-    case HEAT_STOP_STEADY: return "reached steady state";
-    case HEAT_STOP_SIGNAL: return "interrupted by a signal";
+    case HEAT_STOP_END:
+        return "reached time.end";
+    case HEAT_STOP_MAX_STEPS:
+        return "reached time.max_steps";
+    case HEAT_STOP_STEADY:
+        return "reached steady state";
+    case HEAT_STOP_SIGNAL:
+        return "interrupted by a signal";
     }
     return "?";
 }
@@ -54,8 +58,7 @@ static int write_checkpoint(run_state *s, int64_t step, heat_error *err)
     s->last_checkpoint = step;
     int written = 0, rc;
     if (s->host && (rc = heat_backend_download(s->b, s->host, err))) return rc;
-    return heat_output_checkpoint(s->out, step, heat_case_time(s->c, step), s->host, &written,
-                                  err);
+    return heat_output_checkpoint(s->out, step, heat_case_time(s->c, step), s->host, &written, err);
 }
 
 /* Where the run starts: step 0 from the initial condition, or a checkpoint. */
@@ -117,8 +120,8 @@ int heat_run(const heat_case *c, const char *deck_text, const heat_run_options *
     heat_progress_init(&p, opt->out, opt->quiet);
     if (!opt->quiet)
         fprintf(opt->out, "heat: %s: %lld x %lld x %lld points, dt %.6g, on %s\n", c->name,
-                (long long)c->grid.n[0], (long long)c->grid.n[1], (long long)c->grid.n[2],
-                c->d.dt, heat_backend_describe(s.b));
+                (long long)c->grid.n[0], (long long)c->grid.n[1], (long long)c->grid.n[2], c->d.dt,
+                heat_backend_describe(s.b));
 
     res->start_step = step;
     const double t0 = heat_wall_seconds();
@@ -132,8 +135,8 @@ int heat_run(const heat_case *c, const char *deck_text, const heat_run_options *
     int stopped = 0;
     while (!stopped) {
         if (stop >= 0 && step >= stop) {
-            res->reason = (c->d.end_step >= 0 && step >= c->d.end_step) ? HEAT_STOP_END
-                                                                        : HEAT_STOP_MAX_STEPS;
+            res->reason =
+                (c->d.end_step >= 0 && step >= c->d.end_step) ? HEAT_STOP_END : HEAT_STOP_MAX_STEPS;
             break;
         }
         /* The next step at which something is due. */

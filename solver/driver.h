@@ -33,8 +33,8 @@ typedef struct heat_run_options {
 
 typedef struct heat_run_result {
     heat_stop_reason reason;
-    int signal;          /* the signal number for HEAT_STOP_SIGNAL */
-    int64_t start_step;  /* 0, or the step restarted from */
+    int signal;         /* the signal number for HEAT_STOP_SIGNAL */
+    int64_t start_step; /* 0, or the step restarted from */
     int64_t final_step;
     double final_time;
     double last_residual; /* NaN when never computed */

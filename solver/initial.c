@@ -6,7 +6,8 @@ static double initial_value(const heat_case *c, const double x[3])
 {
     const int dims = c->grid.dims;
     switch (c->initial.type) {
-    case HEAT_INIT_CONSTANT: return c->initial.value;
+    case HEAT_INIT_CONSTANT:
+        return c->initial.value;
     case HEAT_INIT_GAUSSIAN: {
         double r2 = 0;
         for (int a = 0; a < dims; a++) {
@@ -22,7 +23,8 @@ static double initial_value(const heat_case *c, const double x[3])
             p *= sin(c->initial.modes[a] * M_PI * (x[a] - c->grid.origin[a]) / c->grid.length[a]);
         return p;
     }
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -51,12 +53,13 @@ int heat_initial_fill(const heat_case *c, void *field, heat_error *err)
                               "the HDF5 reader, which this build does not have yet",
                               c->initial.path);
     const int64_t nx = c->grid.n[0], ny = c->grid.n[1], nz = c->grid.n[2];
-    if (c->solver.precision == HEAT_FLOAT) FILL(float);
-    else FILL(double);
+    if (c->solver.precision == HEAT_FLOAT)
+        FILL(float);
+    else
+        FILL(double);
     heat_initial_apply_dirichlet(c, field);
     return HEAT_OK;
 }
-
 
 void heat_initial_apply_dirichlet(const heat_case *c, void *field)
 {
@@ -75,7 +78,8 @@ void heat_initial_apply_dirichlet(const heat_case *c, void *field)
                     int64_t at = (k * n[1] + j) * n[0] + i;
                     if (c->solver.precision == HEAT_FLOAT)
                         ((float *)field)[at] = (float)c->bc[face].value;
-                    else ((double *)field)[at] = c->bc[face].value;
+                    else
+                        ((double *)field)[at] = c->bc[face].value;
                 }
     }
 }

@@ -1,5 +1,6 @@
 /* heat: the command line. Parses arguments, calls the modules, and is the
  * only place that turns an error code into an exit status. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -161,9 +162,12 @@ static void human_bytes(char *buf, size_t n, double b)
 
 static void print_bc(const heat_bc *bc, char *buf, size_t n)
 {
-    if (bc->type == HEAT_BC_DIRICHLET) snprintf(buf, n, "dirichlet u = %g", bc->value);
-    else if (bc->type == HEAT_BC_NEUMANN) snprintf(buf, n, "neumann du/dn = %g", bc->gradient);
-    else snprintf(buf, n, "periodic");
+    if (bc->type == HEAT_BC_DIRICHLET)
+        snprintf(buf, n, "dirichlet u = %g", bc->value);
+    else if (bc->type == HEAT_BC_NEUMANN)
+        snprintf(buf, n, "neumann du/dn = %g", bc->gradient);
+    else
+        snprintf(buf, n, "periodic");
 }
 
 static int cmd_check(const args *a)
@@ -201,7 +205,8 @@ static int cmd_check(const args *a)
     if (c.d.stop_step >= 0)
         printf("stops           at step %lld%s\n", (long long)c.d.stop_step,
                c.steady.enabled ? ", or at steady state if sooner" : "");
-    else printf("stops           at steady state only (no step bound)\n");
+    else
+        printf("stops           at steady state only (no step bound)\n");
     for (int f = 0; f < 2 * c.grid.dims; f++) {
         char bc[96];
         print_bc(&c.bc[f], bc, sizeof bc);
@@ -224,8 +229,7 @@ static int cmd_check(const args *a)
                c.output.dir, (long long)snaps, b1, b2, (long long)c.output.keep_checkpoints, b3);
     } else {
         printf("output          %s: %s per snapshot (%s), count set by when steady state comes\n",
-               c.output.dir, b1,
-               c.output.every ? "every output.every steps" : "initial and final");
+               c.output.dir, b1, c.output.every ? "every output.every steps" : "initial and final");
     }
     heat_error err;
     if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
@@ -255,7 +259,7 @@ static int cmd_run(const args *a)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int heat_main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage_main, stderr);
@@ -285,4 +289,15 @@ int main(int argc, char **argv)
     fprintf(stderr, "heat: unknown command '%s' (commands: run, check, bench; see heat --help)\n",
             cmd);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = heat_main(argc, argv);
+    /* A full disk or a closed pipe on stdout is a failure, not a success. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "heat: cannot write to standard output: %s\n", strerror(errno));
+        if (rc == 0) rc = 1;
+    }
+    return rc;
 }

@@ -30,8 +30,8 @@ static void fmt_eta(char *buf, size_t n, double s)
     snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-void heat_progress_update(heat_progress *p, double now, int64_t step, int64_t stop_step,
-                          double t, double steps_per_s, double glups, double residual)
+void heat_progress_update(heat_progress *p, double now, int64_t step, int64_t stop_step, double t,
+                          double steps_per_s, double glups, double residual)
 {
     if (p->mode == 0 || now - p->last < p->interval) return;
     p->last = now;
@@ -39,11 +39,15 @@ void heat_progress_update(heat_progress *p, double now, int64_t step, int64_t st
     if (stop_step >= 0) {
         fmt_eta(eta, sizeof eta, (double)(stop_step - step) / steps_per_s);
         snprintf(of, sizeof of, "/%lld", (long long)stop_step);
-    } else snprintf(eta, sizeof eta, "until steady");
-    if (isnan(residual)) snprintf(res, sizeof res, "--");
-    else snprintf(res, sizeof res, "%.3e", residual);
+    } else
+        snprintf(eta, sizeof eta, "until steady");
+    if (isnan(residual))
+        snprintf(res, sizeof res, "--");
+    else
+        snprintf(res, sizeof res, "%.3e", residual);
     if (p->mode == 1) {
-        fprintf(p->out, "\r\033[Kstep %lld%s  t %.6g  %.4g steps/s  %.3g GLUP/s  residual %s  ETA %s",
+        fprintf(p->out,
+                "\r\033[Kstep %lld%s  t %.6g  %.4g steps/s  %.3g GLUP/s  residual %s  ETA %s",
                 (long long)step, of, t, steps_per_s, glups, res, eta);
         p->dirty = 1;
     } else {

@@ -19,8 +19,8 @@ void heat_progress_init(heat_progress *p, FILE *out, int quiet);
 
 /* Reports the state (rate-limited by wall time `now`); stop_step < 0 means
  * unknown (steady state only), residual NaN means not computed yet. */
-void heat_progress_update(heat_progress *p, double now, int64_t step, int64_t stop_step,
-                          double t, double steps_per_s, double glups, double residual);
+void heat_progress_update(heat_progress *p, double now, int64_t step, int64_t stop_step, double t,
+                          double steps_per_s, double glups, double residual);
 
 /* Clears the status line, so that the next output starts on a clean line. */
 void heat_progress_clear(heat_progress *p);

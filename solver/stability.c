@@ -23,10 +23,11 @@ int heat_case_derive(heat_case *c, heat_error *err)
     double dt = c->time.has_dt ? c->time.dt : c->time.safety * c->d.dt_max;
     if (c->time.has_dt && dt > c->d.dt_max)
         return heat_error_set(err, HEAT_EINPUT,
-                              "time.dt = %.9g is above the stability limit dt_max = %.9g "
+                              "%s%stime.dt = %.9g is above the stability limit dt_max = %.9g "
                               "(forward Euler needs sum of alpha*dt/h^2 over the axes <= 1/2; "
                               "here it would be %.6g): use dt <= %.9g or leave dt out",
-                              dt, c->d.dt_max, 0.5 * dt / c->d.dt_max, c->d.dt_max);
+                              c->time.dt_where, c->time.dt_where[0] ? ": " : "", dt, c->d.dt_max,
+                              0.5 * dt / c->d.dt_max, c->d.dt_max);
     c->d.end_step = -1;
     if (c->time.has_end) {
         double q = c->time.end / dt;
@@ -38,6 +39,8 @@ int heat_case_derive(heat_case *c, heat_error *err)
         double n = ceil(q);
         if (n > 1 && q - (n - 1) < 1e-9 * q) n -= 1;
         if (n < 1) n = 1;
+        /* ...unless that would put dt above the stability limit. */
+        if (c->time.end / n > c->d.dt_max) n += 1;
         c->d.end_step = (int64_t)n;
         dt = c->time.end / n;
     }

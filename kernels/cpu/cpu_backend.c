@@ -13,13 +13,13 @@
 
 #include "backend_impl.h"
 
-#define T float
+#define T   float
 #define SFX f
 #include "cpu_sweep.inc"
 #undef T
 #undef SFX
 
-#define T double
+#define T   double
 #define SFX d
 #include "cpu_sweep.inc"
 #undef T
@@ -77,8 +77,10 @@ static int cpu_advance(heat_backend *b, int64_t steps, double *residual, heat_er
     (void)err;
     cpu_state *s = b->impl;
     const heat_case *c = b->c;
-    if (c->solver.precision == HEAT_FLOAT) ADVANCE_BODY(float, f);
-    else ADVANCE_BODY(double, d);
+    if (c->solver.precision == HEAT_FLOAT)
+        ADVANCE_BODY(float, f);
+    else
+        ADVANCE_BODY(double, d);
     return HEAT_OK;
 }
 

@@ -1,0 +1,1080 @@
+/* The heat command line end to end: the real program run in scratch
+ * directories. Help and version, exit statuses (usage, deck, runtime,
+ * signals), heat check, bad decks writing nothing, --set, the default deck,
+ * the output directory guard, --restart, the summary, the stop reasons,
+ * history.csv and a run that blows up. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* One run of the program: exit status and what it printed. */
+typedef struct result {
+    int rc;
+    char *out, *err;
+} result;
+
+#define MAX_ARGS 32
+
+/* Runs heat in `cwd` with the NULL-terminated arguments that follow. */
+static void heat(result *r, const char *cwd, ...)
+{
+    const char *argv[MAX_ARGS + 1];
+    int n = 0;
+    va_list ap;
+    va_start(ap, cwd);
+    for (const char *s; (s = va_arg(ap, const char *));) {
+        assert_true(n < MAX_ARGS);
+        argv[n++] = s;
+    }
+    va_end(ap);
+    argv[n] = NULL;
+    r->rc = test_run_heat(cwd, argv, &r->out, &r->err);
+}
+
+static void result_free(result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+/* Asserts the exit status, showing what the program printed when it differs. */
+static void expect_rc(const result *r, int rc)
+{
+    if (r->rc != rc)
+        fail_msg("exit status %d, expected %d\n--- stdout:\n%s\n--- stderr:\n%s", r->rc, rc, r->out,
+                 r->err);
+}
+
+/* Asserts that `text` (stdout or stderr, named by `what`) contains `needle`. */
+static void expect_in(const char *what, const char *text, const char *needle)
+{
+    if (!strstr(text, needle)) fail_msg("%s does not contain \"%s\":\n%s", what, needle, text);
+}
+
+static void expect_not_in(const char *what, const char *text, const char *needle)
+{
+    if (strstr(text, needle)) fail_msg("%s contains \"%s\":\n%s", what, needle, text);
+}
+
+#define EXPECT_OUT(r, s)     expect_in("stdout", (r)->out, (s))
+#define EXPECT_ERR(r, s)     expect_in("stderr", (r)->err, (s))
+#define EXPECT_NOT_OUT(r, s) expect_not_in("stdout", (r)->out, (s))
+#define EXPECT_NOT_ERR(r, s) expect_not_in("stderr", (r)->err, (s))
+
+/* A scratch directory of our own, copied out of test_scratch_dir's storage. */
+static void scratch(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "%s", test_scratch_dir(name));
+}
+
+static void path_in(char *buf, size_t n, const char *dir, const char *name)
+{
+    snprintf(buf, n, "%s/%s", dir, name);
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+    char p[4200];
+    path_in(p, sizeof p, dir, name);
+    return test_exists(p);
+}
+
+/* The whole file as a malloc'd string, or NULL when it cannot be read. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    size_t k;
+    while ((k = fread(s + len, 1, cap - len - 1, f)) > 0) {
+        len += k;
+        if (len + 1 == cap) {
+            s = realloc(s, cap *= 2);
+            assert_non_null(s);
+        }
+    }
+    fclose(f);
+    s[len] = '\0';
+    return s;
+}
+
+static char *read_in(const char *dir, const char *name)
+{
+    char p[4200];
+    path_in(p, sizeof p, dir, name);
+    char *s = read_text(p);
+    if (!s) fail_msg("cannot read %s", p);
+    return s;
+}
+
+/* The step of the last row of history.csv text (-1 when there is none), and
+ * optionally its time and residual (NaN when empty). */
+static long long last_history_row(const char *csv, double *time, double *residual)
+{
+    const char *last = NULL;
+    for (const char *p = csv; *p;) {
+        const char *nl = strchr(p, '\n');
+        if (p[0] >= '0' && p[0] <= '9') last = p;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    if (!last) return -1;
+    char *end;
+    long long step = strtoll(last, &end, 10);
+    assert_true(*end == ',');
+    double t = strtod(end + 1, &end);
+    assert_true(*end == ',');
+    double res = end[1] == ',' ? NAN : strtod(end + 1, &end);
+    if (time) *time = t;
+    if (residual) *residual = res;
+    return step;
+}
+
+/* A 16^3 deck (line numbers matter: tests refer to them):
+ *   1 grid, 2 material, 3 time (time_line), 4 initial, 5-12 boundary,
+ *   13 output (dir "res"), 14 solver, 15 `extra`.
+ * Periodic in y, so hx = hz = 1/15, hy = 1/16 and dt_max = 0.5 / 706. */
+static void write_deck(const char *dir, const char *file, const char *time_line, const char *extra)
+{
+    char text[4096], p[4200];
+    snprintf(text, sizeof text,
+             "grid = { points = [16, 16, 16]; length = [1.0, 1.0, 1.0]; };\n"
+             "material = { diffusivity = 1.0; };\n"
+             "%s\n"
+             "initial = { type = \"constant\"; value = 1.0; };\n"
+             "boundary = {\n"
+             "  x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
+             "  x_hi = { type = \"dirichlet\"; value = 0.0; };\n"
+             "  y_lo = { type = \"periodic\"; };\n"
+             "  y_hi = { type = \"periodic\"; };\n"
+             "  z_lo = { type = \"neumann\"; gradient = 0.0; };\n"
+             "  z_hi = { type = \"neumann\"; gradient = 0.0; };\n"
+             "};\n"
+             "output = { dir = \"res\"; };\n"
+             "solver = { backend = \"cpu\"; };\n"
+             "%s\n",
+             time_line, extra);
+    path_in(p, sizeof p, dir, file);
+    test_write_file(p, text);
+}
+
+/* The usual deck: 16 steps to t = 0.01. */
+static void write_small_deck(const char *dir)
+{
+    write_deck(dir, "d.cfg", "time = { end = 0.01; };", "");
+}
+
+/* ---- help, version, usage ---------------------------------------------- */
+
+static void test_help_main(void **state)
+{
+    (void)state;
+    const char *flags[] = {"--help", "-h"};
+    for (int i = 0; i < 2; i++) {
+        result r;
+        heat(&r, NULL, flags[i], NULL);
+        expect_rc(&r, 0);
+        const char *want[] = {"heat run", "heat check", "--set",       "--restart", "--overwrite",
+                              "--quiet",  "--version",  "exit status", "0 done",    "1 runtime",
+                              "2 bad",    "130",        "143",         "SIGINT",    "SIGTERM"};
+        for (size_t k = 0; k < sizeof want / sizeof *want; k++) EXPECT_OUT(&r, want[k]);
+        assert_string_equal(r.err, "");
+        result_free(&r);
+    }
+}
+
+static void test_help_run(void **state)
+{
+    (void)state;
+    result r;
+    heat(&r, NULL, "run", "--help", NULL);
+    expect_rc(&r, 0);
+    const char *want[] = {"usage: heat run",
+                          "--set key=value",
+                          "--restart PATH",
+                          "latest",
+                          "--overwrite",
+                          "--quiet",
+                          "-q",
+                          "history.csv",
+                          "time.end",
+                          "max_steps",
+                          "steady",
+                          "exit status",
+                          "0 done",
+                          "1 runtime",
+                          "2 bad",
+                          "130",
+                          "143"};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) EXPECT_OUT(&r, want[k]);
+    assert_string_equal(r.err, "");
+    result_free(&r);
+
+    /* --help wins over a deck that does not exist: nothing is run. */
+    heat(&r, NULL, "run", "no-such-deck.cfg", "-h", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "usage: heat run");
+    result_free(&r);
+}
+
+static void test_help_check(void **state)
+{
+    (void)state;
+    result r;
+    heat(&r, NULL, "check", "--help", NULL);
+    expect_rc(&r, 0);
+    const char *want[] = {"usage: heat check", "--set", "dt_max",      "memory",  "output volume",
+                          "Writes nothing",    "'-'",   "exit status", "0 valid", "2 invalid"};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) EXPECT_OUT(&r, want[k]);
+    assert_string_equal(r.err, "");
+    result_free(&r);
+}
+
+static void test_version(void **state)
+{
+    (void)state;
+    result r;
+    heat(&r, NULL, "--version", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "heat ");
+    EXPECT_OUT(&r, "backends:");
+    EXPECT_OUT(&r, "cpu");
+    assert_string_equal(r.err, "");
+    result_free(&r);
+}
+
+static void test_no_arguments(void **state)
+{
+    (void)state;
+    result r;
+    heat(&r, NULL, NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "usage:");
+    EXPECT_ERR(&r, "heat run");
+    assert_string_equal(r.out, "");
+    result_free(&r);
+}
+
+static void test_unknown_command_and_options(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "usage");
+    write_small_deck(dir);
+    result r;
+
+    heat(&r, dir, "frobnicate", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "unknown command 'frobnicate'");
+    EXPECT_ERR(&r, "--help");
+    result_free(&r);
+
+    heat(&r, dir, "run", "d.cfg", "--bogus", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "unknown option --bogus");
+    result_free(&r);
+
+    /* run's options are not check's. */
+    heat(&r, dir, "check", "d.cfg", "--overwrite", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "unknown option --overwrite");
+    EXPECT_ERR(&r, "heat check --help");
+    result_free(&r);
+
+    heat(&r, dir, "run", "d.cfg", "--set", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--set needs key=value");
+    result_free(&r);
+
+    heat(&r, dir, "run", "d.cfg", "--restart", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--restart needs");
+    result_free(&r);
+
+    heat(&r, dir, "run", "d.cfg", "d.cfg", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "one deck at a time");
+    result_free(&r);
+
+    heat(&r, dir, "check", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "which deck?");
+    result_free(&r);
+
+    heat(&r, dir, "run", "missing.cfg", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "missing.cfg");
+    EXPECT_ERR(&r, "cannot open");
+    result_free(&r);
+
+    /* None of that ran anything. */
+    assert_false(exists_in(dir, "res"));
+}
+
+/* ---- heat check --------------------------------------------------------- */
+
+static void test_check_prints_derived_numbers(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "check");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "check", "d.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "deck d.cfg: valid");
+    EXPECT_OUT(&r, "16 x 16 x 16 = 4096 points (3D)");
+    /* spacing: 1/15 on the fixed axes, 1/16 on the periodic one */
+    EXPECT_OUT(&r, "hx 0.0666666667");
+    EXPECT_OUT(&r, "hy 0.0625");
+    EXPECT_OUT(&r, "hz 0.0666666667");
+    /* dt_max = 0.5 / (225 + 256 + 225); 0.9 dt_max fitted to end: 0.01 / 16 */
+    EXPECT_OUT(&r, "dt_max          0.000708215297");
+    EXPECT_OUT(&r, "dt              0.000625 ");
+    EXPECT_OUT(&r, "rx 0.140625  ry 0.16  rz 0.140625");
+    EXPECT_OUT(&r, "t = 0.01 at step 16");
+    EXPECT_OUT(&r, "memory          64 KiB on the device");
+    EXPECT_OUT(&r, "output          res: 2 snapshots of 32 KiB");
+    assert_string_equal(r.err, "");
+    result_free(&r);
+    /* check writes nothing */
+    assert_false(exists_in(dir, "res"));
+}
+
+static void test_check_default_deck(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "check_default");
+    result r;
+    heat(&r, dir, "check", "-", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "(built-in default): valid");
+    EXPECT_OUT(&r, "name            default");
+    EXPECT_OUT(&r, "spacing");
+    EXPECT_OUT(&r, "dt_max");
+    EXPECT_OUT(&r, "memory");
+    result_free(&r);
+    assert_false(exists_in(dir, "out"));
+}
+
+static void test_check_invalid_deck(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "check_invalid");
+    path_in(p, sizeof p, dir, "bad.cfg");
+    test_write_file(p, "grid = { points = [16, 2, 16]; length = [1.0, 1.0, 1.0]; };\n"
+                       "material = { diffusivity = 1.0; };\n"
+                       "time = { end = 0.01; };\n"
+                       "initial = { type = \"constant\"; value = 1.0; };\n"
+                       "boundary = {\n"
+                       "  x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
+                       "  x_hi = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "  y_lo = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "  y_hi = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "  z_lo = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "  z_hi = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "};\n"
+                       "output = { dir = \"res\"; };\n");
+    result r;
+    heat(&r, dir, "check", "bad.cfg", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "bad.cfg:1: grid.points[1] = 2");
+    EXPECT_ERR(&r, ">= 3");
+    EXPECT_NOT_OUT(&r, "valid");
+    result_free(&r);
+    assert_false(exists_in(dir, "res"));
+}
+
+/* ---- bad decks: exit 2 and nothing written ------------------------------- */
+
+static void test_bad_deck_reports_every_problem(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "bad_deck");
+    path_in(p, sizeof p, dir, "bad.cfg");
+    test_write_file(p, "grid = { points = [16, 16, 16]; length = [1.0, 1.0, 1.0]; };\n"
+                       "material = { diffusivity = -1.5; };\n"
+                       "time = { end = 0.01; };\n"
+                       "initial = { type = \"constant\"; value = 1.0; };\n"
+                       "boundary = {\n"
+                       "  x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
+                       "  x_hi = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "  y_lo = { type = \"periodic\"; };\n"
+                       "  y_hi = { type = \"periodic\"; };\n"
+                       "  z_lo = { type = \"neumann\"; gradient = 0.0; };\n"
+                       "  z_hi = { type = \"neumann\"; gradient = 0.0; };\n"
+                       "};\n"
+                       "output = { dir = \"deep/res\"; evrey = 5; };\n"
+                       "solver = { backend = \"cpu\"; precision = \"quad\"; };\n");
+    result r;
+    heat(&r, dir, "run", "bad.cfg", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "invalid deck");
+    EXPECT_ERR(&r, "bad.cfg:2: material.diffusivity = -1.5");
+    EXPECT_ERR(&r, "bad.cfg:13: unknown key output.evrey");
+    EXPECT_ERR(&r, "did you mean every?");
+    EXPECT_ERR(&r, "bad.cfg:14: solver.precision = \"quad\"");
+    EXPECT_NOT_OUT(&r, "reached");
+    result_free(&r);
+    assert_false(exists_in(dir, "deep"));
+
+    /* check says the same */
+    heat(&r, dir, "check", "bad.cfg", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "bad.cfg:2: material.diffusivity = -1.5");
+    EXPECT_ERR(&r, "bad.cfg:13: unknown key output.evrey");
+    result_free(&r);
+    assert_false(exists_in(dir, "deep"));
+}
+
+static void test_syntax_error(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "syntax");
+    path_in(p, sizeof p, dir, "syn.cfg");
+    test_write_file(p, "output = { dir = \"res\"; };\n"
+                       "grid = { points = [16, 16, 16] \n"
+                       "material = ;\n");
+    const char *cmds[] = {"run", "check"};
+    for (int i = 0; i < 2; i++) {
+        result r;
+        heat(&r, dir, cmds[i], "syn.cfg", NULL);
+        expect_rc(&r, 2);
+        /* file:line: message, with a message */
+        const char *at = strstr(r.err, "syn.cfg:");
+        if (!at) fail_msg("no syn.cfg:LINE in:\n%s", r.err);
+        char *end;
+        long line = strtol(at + 8, &end, 10);
+        assert_true(line >= 2 && line <= 3);
+        assert_true(end[0] == ':' && end[1] == ' ');
+        assert_true(end[2] != '\0' && end[2] != '\n');
+        result_free(&r);
+        assert_false(exists_in(dir, "res"));
+    }
+}
+
+static void test_dt_above_stability_limit(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "dt_limit");
+    write_deck(dir, "dt.cfg", "time = { end = 0.01; dt = 0.5; };", "");
+    const char *cmds[] = {"run", "check"};
+    for (int i = 0; i < 2; i++) {
+        result r;
+        heat(&r, dir, cmds[i], "dt.cfg", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "time.dt = 0.5");
+        EXPECT_ERR(&r, "stability limit");
+        EXPECT_ERR(&r, "dt_max = 0.000708215297");
+        result_free(&r);
+        assert_false(exists_in(dir, "res"));
+    }
+    /* the same through --set, and a dt just below the limit is fine */
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "--set", "time.dt=0.001", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "time.dt = 0.001");
+    EXPECT_ERR(&r, "0.000708215297");
+    result_free(&r);
+    assert_false(exists_in(dir, "res"));
+    heat(&r, dir, "check", "d.cfg", "--set", "time.dt=0.0007", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "(time.dt, fitted to end)");
+    result_free(&r);
+}
+
+static void test_output_dir_is_a_file(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "dir_is_file");
+    write_small_deck(dir);
+    path_in(p, sizeof p, dir, "res");
+    test_write_file(p, "not a directory\n");
+    result r;
+    heat(&r, dir, "run", "d.cfg", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "output.dir = \"res\"");
+    EXPECT_ERR(&r, "not a directory");
+    result_free(&r);
+}
+
+/* ---- --set ------------------------------------------------------------- */
+
+static void test_set_overrides(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "set");
+    write_small_deck(dir);
+    result r;
+
+    heat(&r, dir, "check", "d.cfg", "--set", "time.end=2.0", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "end             t = 2 at step");
+    result_free(&r);
+
+    heat(&r, dir, "check", "d.cfg", "--set", "grid.points=[32,32,1]", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "32 x 32 x 1 = 1024 points (2D)");
+    result_free(&r);
+
+    heat(&r, dir, "check", "d.cfg", "--set", "solver.precision=\"float\"", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "precision float");
+    EXPECT_OUT(&r, "32 KiB on the device");
+    result_free(&r);
+
+    /* a bare word is a string; --set=key=value and -s are the same option */
+    heat(&r, dir, "check", "d.cfg", "--set=solver.precision=float", "-s", "time.end=3", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "precision float");
+    EXPECT_OUT(&r, "t = 3 at step");
+    result_free(&r);
+
+    /* on run, all together; the later --set wins */
+    heat(&r, dir, "run", "d.cfg", "--set", "grid.points=[32,32,1]", "--set",
+         "solver.precision=float", "--set", "time.end=0.5", "--set", "time.end=0.002", "--set",
+         "output.dir=\"runs/p2\"", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "32 x 32 x 1 points");
+    EXPECT_OUT(&r, "float");
+    EXPECT_OUT(&r, "reached time.end");
+    EXPECT_OUT(&r, "t = 0.002");
+    result_free(&r);
+    assert_true(exists_in(dir, "runs/p2/history.csv"));
+    assert_false(exists_in(dir, "res"));
+}
+
+static void test_set_bad_value(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "set_bad");
+    write_small_deck(dir);
+    const char *cmds[] = {"run", "check"};
+    for (int i = 0; i < 2; i++) {
+        result r;
+        heat(&r, dir, cmds[i], "d.cfg", "--set", "grid.points=[2,2,2]", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "--set: grid.points[0] = 2");
+        EXPECT_ERR(&r, ">= 3");
+        result_free(&r);
+
+        heat(&r, dir, cmds[i], "d.cfg", "--set", "solver.precision=quad", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "--set: solver.precision = \"quad\"");
+        EXPECT_ERR(&r, "\"float\"");
+        result_free(&r);
+
+        heat(&r, dir, cmds[i], "d.cfg", "--set", "time.end", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "--set time.end");
+        EXPECT_ERR(&r, "key=value");
+        result_free(&r);
+
+        heat(&r, dir, cmds[i], "d.cfg", "--set", "time.end=", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "--set");
+        EXPECT_ERR(&r, "empty");
+        result_free(&r);
+        assert_false(exists_in(dir, "res"));
+    }
+}
+
+static void test_set_unknown_key(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "set_typo");
+    write_small_deck(dir);
+    const char *cmds[] = {"run", "check"};
+    for (int i = 0; i < 2; i++) {
+        result r;
+        heat(&r, dir, cmds[i], "d.cfg", "--set", "time.ned=3", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "--set");
+        EXPECT_ERR(&r, "unknown key time.ned");
+        EXPECT_ERR(&r, "did you mean end?");
+        result_free(&r);
+
+        heat(&r, dir, cmds[i], "d.cfg", "--set", "solvr.precision=float", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "solvr");
+        result_free(&r);
+        assert_false(exists_in(dir, "res"));
+    }
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+static void test_run_default_deck(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "default");
+    result r;
+    heat(&r, dir, "run", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "heat: default:");
+    EXPECT_OUT(&r, "reached time.end");
+    EXPECT_OUT(&r, "out/default");
+    result_free(&r);
+    char *csv = read_in(dir, "out/default/history.csv");
+    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n", 32) == 0);
+    assert_true(last_history_row(csv, NULL, NULL) > 0);
+    free(csv);
+}
+
+static void test_summary(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "summary");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "heat: d: 16 x 16 x 16 points, dt 0.000625, on cpu");
+    EXPECT_OUT(&r, "reached time.end at step 16, t = 0.01");
+    EXPECT_OUT(&r, "steps 16 (from 0)");
+    EXPECT_OUT(&r, "simulated time 0.01,");
+    EXPECT_OUT(&r, "wall ");
+    EXPECT_OUT(&r, " GLUP/s");
+    EXPECT_OUT(&r, " GB/s effective");
+    EXPECT_OUT(&r, "last residual");
+    EXPECT_OUT(&r, "files written: 1 in res (history.csv)");
+    /* stdout is not a terminal: no status line with \r, and a short run
+     * (well under the 5 s log interval) logs no progress line */
+    EXPECT_NOT_OUT(&r, "\r");
+    EXPECT_NOT_OUT(&r, "\nstep ");
+    EXPECT_NOT_OUT(&r, "ETA");
+    assert_string_equal(r.err, "");
+    result_free(&r);
+}
+
+static void test_quiet(void **state)
+{
+    (void)state;
+    const char *flags[] = {"--quiet", "-q"};
+    for (int i = 0; i < 2; i++) {
+        char dir[4096];
+        scratch(dir, sizeof dir, i ? "quiet_q" : "quiet");
+        write_small_deck(dir);
+        result r;
+        heat(&r, dir, "run", "d.cfg", flags[i], NULL);
+        expect_rc(&r, 0);
+        assert_string_equal(r.out, "");
+        assert_string_equal(r.err, "");
+        result_free(&r);
+        /* it did run */
+        char *csv = read_in(dir, "res/history.csv");
+        assert_int_equal(last_history_row(csv, NULL, NULL), 16);
+        free(csv);
+    }
+}
+
+static void test_refuses_to_overwrite(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "overwrite");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    char *before = read_in(dir, "res/history.csv");
+    path_in(p, sizeof p, dir, "res/notes.txt");
+    test_write_file(p, "mine\n");
+
+    /* a second run into the same directory is refused and changes nothing */
+    heat(&r, dir, "run", "d.cfg", "--set", "time.end=0.02", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "output.dir = \"res\" already holds another run");
+    EXPECT_ERR(&r, "--overwrite");
+    EXPECT_ERR(&r, "--restart latest");
+    EXPECT_NOT_OUT(&r, "reached");
+    result_free(&r);
+    char *after = read_in(dir, "res/history.csv");
+    assert_string_equal(before, after);
+    free(after);
+
+    /* check says so too, without failing */
+    heat(&r, dir, "check", "d.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "note");
+    EXPECT_OUT(&r, "already holds another run");
+    result_free(&r);
+
+    /* --restart and --overwrite together are refused before anything */
+    heat(&r, dir, "run", "d.cfg", "--restart", "latest", "--overwrite", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--restart");
+    EXPECT_ERR(&r, "--overwrite");
+    EXPECT_ERR(&r, "choose one");
+    result_free(&r);
+    after = read_in(dir, "res/history.csv");
+    assert_string_equal(before, after);
+    free(after);
+
+    /* --overwrite replaces the run's files and keeps the others */
+    heat(&r, dir, "run", "d.cfg", "--overwrite", "--set", "time.end=0.02", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached time.end at step 32");
+    result_free(&r);
+    after = read_in(dir, "res/history.csv");
+    assert_int_equal(last_history_row(after, NULL, NULL), 32);
+    assert_string_not_equal(before, after);
+    free(after);
+    free(before);
+    assert_true(exists_in(dir, "res/notes.txt"));
+}
+
+static void test_restart(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "restart");
+    write_small_deck(dir);
+    result r;
+
+    /* latest with no checkpoint: says so and starts from the initial condition */
+    heat(&r, dir, "run", "d.cfg", "--restart", "latest", NULL);
+    expect_rc(&r, 0);
+    EXPECT_ERR(&r, "--restart latest: no checkpoint in res");
+    EXPECT_ERR(&r, "initial condition");
+    EXPECT_OUT(&r, "steps 16 (from 0)");
+    result_free(&r);
+    char *csv = read_in(dir, "res/history.csv");
+    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n0,0,", 36) == 0);
+    assert_int_equal(last_history_row(csv, NULL, NULL), 16);
+    free(csv);
+
+    /* --restart=latest into a directory that holds a run is allowed (continue) */
+    heat(&r, dir, "run", "d.cfg", "--restart=latest", "--quiet", NULL);
+    expect_rc(&r, 0);
+    EXPECT_ERR(&r, "no checkpoint");
+    result_free(&r);
+    csv = read_in(dir, "res/history.csv");
+    /* rows from the restart step on are written again, not twice */
+    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n0,0,", 36) == 0);
+    assert_null(strstr(csv + 36, "\n0,0,"));
+    const char *row16 = strstr(csv, "\n16,");
+    assert_non_null(row16);
+    assert_null(strstr(row16 + 1, "\n16,"));
+    free(csv);
+
+    /* a checkpoint file that is not there */
+    heat(&r, dir, "run", "d.cfg", "--restart", "nowhere.h5", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--restart nowhere.h5");
+    EXPECT_ERR(&r, "no such file");
+    result_free(&r);
+}
+
+/* ---- stop reasons, history.csv ----------------------------------------- */
+
+static void test_stop_at_end_time(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "stop_end");
+    write_deck(dir, "d.cfg", "time = { end = 0.01; max_steps = 1000; };", "");
+    result r;
+    heat(&r, dir, "run", "d.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached time.end at step 16, t = 0.01");
+    result_free(&r);
+    double t, res;
+    char *csv = read_in(dir, "res/history.csv");
+    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n", 32) == 0);
+    assert_int_equal(last_history_row(csv, &t, &res), 16);
+    assert_true(t == 0.01);
+    assert_true(res > 0);
+    free(csv);
+}
+
+static void test_stop_at_max_steps(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "stop_max");
+    write_deck(dir, "d.cfg", "time = { end = 10.0; max_steps = 37; };", "");
+    result r;
+    heat(&r, dir, "run", "d.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached time.max_steps at step 37");
+    EXPECT_OUT(&r, "steps 37 (from 0)");
+    result_free(&r);
+    char *csv = read_in(dir, "res/history.csv");
+    double t;
+    assert_int_equal(last_history_row(csv, &t, NULL), 37);
+    assert_true(t > 0 && t < 10.0);
+    free(csv);
+
+    /* max_steps alone */
+    heat(&r, dir, "run", "d.cfg", "--overwrite", "--set", "time={max_steps=5;}", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached time.max_steps at step 5");
+    result_free(&r);
+}
+
+static void test_stop_at_steady_state(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "stop_steady");
+    path_in(p, sizeof p, dir, "st.cfg");
+    test_write_file(p, "grid = { points = [8, 8, 1]; length = [1.0, 1.0, 1.0]; };\n"
+                       "material = { diffusivity = 1.0; };\n"
+                       "steady = { tolerance = 1.0e-6; check_every = 10; };\n"
+                       "initial = { type = \"constant\"; value = 0.0; };\n"
+                       "boundary = {\n"
+                       "  x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
+                       "  x_hi = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "  y_lo = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "  y_hi = { type = \"dirichlet\"; value = 0.0; };\n"
+                       "};\n"
+                       "output = { dir = \"res\"; };\n"
+                       "solver = { backend = \"cpu\"; };\n");
+    result r;
+    heat(&r, dir, "check", "st.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "checked every 10 steps");
+    EXPECT_OUT(&r, "at steady state only");
+    result_free(&r);
+
+    heat(&r, dir, "run", "st.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached steady state at step ");
+    result_free(&r);
+    char *csv = read_in(dir, "res/history.csv");
+    double res;
+    long long step = last_history_row(csv, NULL, &res);
+    assert_true(step > 0);
+    assert_int_equal(step % 10, 0);
+    assert_true(res <= 1.0e-6);
+    free(csv);
+
+    /* a step bound that comes first wins */
+    heat(&r, dir, "run", "st.cfg", "--overwrite", "--set", "time.max_steps=20", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached time.max_steps at step 20");
+    result_free(&r);
+}
+
+static void test_blow_up_exits_1(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "blow_up");
+    path_in(p, sizeof p, dir, "nf.cfg");
+    /* h = 10: the ghost node behind x_lo, u + 2 h gradient = 1e308 + 2e309,
+     * overflows to Inf, and so does the face next to it at the first step. */
+    test_write_file(p, "grid = { points = [8, 8, 1]; length = [70.0, 70.0, 1.0]; };\n"
+                       "material = { diffusivity = 1.0; };\n"
+                       "time = { max_steps = 1000; };\n"
+                       "initial = { type = \"constant\"; value = 1.0e308; };\n"
+                       "boundary = {\n"
+                       "  x_lo = { type = \"neumann\"; gradient = 1.0e308; };\n"
+                       "  x_hi = { type = \"neumann\"; gradient = 0.0; };\n"
+                       "  y_lo = { type = \"neumann\"; gradient = 0.0; };\n"
+                       "  y_hi = { type = \"neumann\"; gradient = 0.0; };\n"
+                       "};\n"
+                       "output = { dir = \"res\"; };\n"
+                       "solver = { backend = \"cpu\"; };\n");
+    result r;
+    heat(&r, dir, "check", "nf.cfg", NULL);
+    expect_rc(&r, 0); /* the deck itself is valid */
+    result_free(&r);
+
+    heat(&r, dir, "run", "nf.cfg", NULL);
+    expect_rc(&r, 1);
+    /* the first check step: steady.check_every defaults to 100 */
+    EXPECT_ERR(&r, "no longer finite at step 100 (t = ");
+    EXPECT_NOT_OUT(&r, "reached");
+    result_free(&r);
+
+    heat(&r, dir, "run", "nf.cfg", "--overwrite", "--set", "steady.check_every=1", "--set",
+         "steady.tolerance=1e-300", NULL);
+    expect_rc(&r, 1);
+    EXPECT_ERR(&r, "no longer finite at step 1 (t = ");
+    result_free(&r);
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_seconds(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* Starts a long run in `dir`, sends `sig` about a second in, and checks that
+ * heat stopped itself with exit status 128 + sig and said so. */
+static void run_and_signal(const char *name, int sig, const char *sig_name)
+{
+    char dir[4096], out_path[4200], err_path[4200];
+    scratch(dir, sizeof dir, name);
+    /* 64^3 for 10^8 steps: minutes of work, so only the signal ends it */
+    write_deck(dir, "long.cfg", "time = { max_steps = 100000000; };", "");
+    path_in(out_path, sizeof out_path, dir, "stdout.txt");
+    path_in(err_path, sizeof err_path, dir, "stderr.txt");
+
+    fflush(NULL);
+    const double t0 = now_seconds();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* a clean slate: default dispositions, nothing blocked */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (chdir(dir) != 0) _exit(126);
+        int in = open("/dev/null", O_RDONLY);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || o < 0 || e < 0) _exit(126);
+        dup2(in, 0), dup2(o, 1), dup2(e, 2);
+        execl(HEAT_EXE, HEAT_EXE, "run", "long.cfg", "--set", "grid.points=[64,64,64]",
+              (char *)NULL);
+        _exit(127);
+    }
+
+    /* Wait until the run is under way (its first history row comes after
+     * the handlers are installed), and at least a second has gone by. */
+    char hist[4200];
+    path_in(hist, sizeof hist, dir, "res/history.csv");
+    int st = 0, started = 0;
+    while (now_seconds() - t0 < 30) {
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            char *e = read_text(err_path);
+            fail_msg("heat ended before the signal (status 0x%x):\n%s", st, e ? e : "");
+        }
+        char *h = read_text(hist);
+        started = h && last_history_row(h, NULL, NULL) >= 0;
+        free(h);
+        if (started && now_seconds() - t0 >= 1.0) break;
+        sleep_seconds(0.02);
+    }
+    if (!started) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        fail_msg("heat did not start its run within 30 s");
+    }
+    assert_int_equal(kill(pid, sig), 0);
+
+    /* It stops after the current step: well within a few seconds. */
+    const double t1 = now_seconds();
+    int done = 0;
+    while (!done && now_seconds() - t1 < 20) {
+        done = waitpid(pid, &st, WNOHANG) == pid;
+        if (!done) sleep_seconds(0.02);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        fail_msg("heat did not stop within 20 s of %s", sig_name);
+    }
+    char *out = read_text(out_path), *err = read_text(err_path);
+    assert_non_null(out);
+    assert_non_null(err);
+    if (WIFSIGNALED(st))
+        fail_msg("heat was killed by signal %d instead of stopping itself\nstderr:\n%s",
+                 WTERMSIG(st), err);
+    assert_true(WIFEXITED(st));
+    if (WEXITSTATUS(st) != 128 + sig)
+        fail_msg("exit status %d, expected %d\nstderr:\n%s", WEXITSTATUS(st), 128 + sig, err);
+    char want[64];
+    snprintf(want, sizeof want, "stopped by %s at step ", sig_name);
+    expect_in("stderr", err, want);
+    expect_in("stdout", out, "interrupted by a signal at step ");
+    /* and it got somewhere before that */
+    const char *at = strstr(err, want);
+    assert_true(strtoll(at + strlen(want), NULL, 10) > 0);
+    free(out);
+    free(err);
+}
+
+static void test_sigint_exits_130(void **state)
+{
+    (void)state;
+    run_and_signal("sigint", SIGINT, "SIGINT");
+}
+
+static void test_sigterm_exits_143(void **state)
+{
+    (void)state;
+    run_and_signal("sigterm", SIGTERM, "SIGTERM");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_main),
+        cmocka_unit_test(test_help_run),
+        cmocka_unit_test(test_help_check),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_no_arguments),
+        cmocka_unit_test(test_unknown_command_and_options),
+        cmocka_unit_test(test_check_prints_derived_numbers),
+        cmocka_unit_test(test_check_default_deck),
+        cmocka_unit_test(test_check_invalid_deck),
+        cmocka_unit_test(test_bad_deck_reports_every_problem),
+        cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_dt_above_stability_limit),
+        cmocka_unit_test(test_output_dir_is_a_file),
+        cmocka_unit_test(test_set_overrides),
+        cmocka_unit_test(test_set_bad_value),
+        cmocka_unit_test(test_set_unknown_key),
+        cmocka_unit_test(test_run_default_deck),
+        cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_refuses_to_overwrite),
+        cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_stop_at_end_time),
+        cmocka_unit_test(test_stop_at_max_steps),
+        cmocka_unit_test(test_stop_at_steady_state),
+        cmocka_unit_test(test_blow_up_exits_1),
+        cmocka_unit_test(test_sigint_exits_130),
+        cmocka_unit_test(test_sigterm_exits_143),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

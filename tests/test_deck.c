@@ -1,0 +1,1234 @@
+/* Tests of the input deck (input/deck.h): every rule of the deck contract is
+ * checked for its exit code and for what its message names (file:LINE or
+ * --set, the key path, the offending value and what is allowed), plus the
+ * defaults, --set overrides and the canonical text round trip. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "deck.h"
+#include "stability.h"
+#include "test_util.h"
+
+/* ------------------------------------------------------------- the deck */
+
+/* A valid deck, one section per line so that a test can replace a section
+ * (or one boundary face) and know the line of every key. */
+enum {
+    L_NAME = 1,
+    L_GRID,
+    L_MATERIAL,
+    L_TIME,
+    L_STEADY,
+    L_INITIAL,
+    L_BOUNDARY,
+    L_X_LO,
+    L_X_HI,
+    L_Y_LO,
+    L_Y_HI,
+    L_Z_LO,
+    L_Z_HI,
+    L_BOUNDARY_END,
+    L_OUTPUT,
+    L_SOLVER,
+    L_COUNT = L_SOLVER
+};
+
+static const char *const base_lines[L_COUNT] = {
+    "name = \"plate\";",
+    "grid = { points = [16, 12, 10]; length = [1.0, 2.0, 0.5]; };",
+    "material = { diffusivity = 1.0e-4; };",
+    "time = { end = 10.0; };",
+    "# steady",
+    "initial = { type = \"constant\"; value = 20.0; };",
+    "boundary = {",
+    "  x_lo = { type = \"dirichlet\"; value = 100.0; };",
+    "  x_hi = { type = \"neumann\"; gradient = 0.5; };",
+    "  y_lo = { type = \"periodic\"; };",
+    "  y_hi = { type = \"periodic\"; };",
+    "  z_lo = { type = \"neumann\"; };",
+    "  z_hi = { type = \"dirichlet\"; value = -3.0; };",
+    "};",
+    "# output",
+    "# solver",
+};
+
+#define ORIGIN "deck.cfg"
+
+/* The base deck with lines replaced: deck(LINE, "text", LINE, "text", ..., 0).
+ * An empty text leaves the line empty (line numbers stay). Returns a static
+ * buffer, overwritten by the next call. */
+static const char *deck(int line, ...)
+{
+    static char buf[16384];
+    const char *lines[L_COUNT];
+    for (int i = 0; i < L_COUNT; i++) lines[i] = base_lines[i];
+    va_list ap;
+    va_start(ap, line);
+    while (line != 0) {
+        assert_true(line >= 1 && line <= L_COUNT);
+        lines[line - 1] = va_arg(ap, const char *);
+        line = va_arg(ap, int);
+    }
+    va_end(ap);
+    buf[0] = '\0';
+    for (int i = 0; i < L_COUNT; i++) {
+        assert_true(strlen(buf) + strlen(lines[i]) + 2 < sizeof buf);
+        strcat(buf, lines[i]);
+        strcat(buf, "\n");
+    }
+    return buf;
+}
+
+static int count_lines(const char *s)
+{
+    if (!*s) return 0;
+    int n = 1;
+    for (; *s; s++)
+        if (*s == '\n' && s[1]) n++;
+    return n;
+}
+
+static void assert_has(const char *msg, const char *needle)
+{
+    if (!strstr(msg, needle)) fail_msg("message lacks \"%s\":\n%s", needle, msg);
+}
+
+static void assert_lacks(const char *msg, const char *needle)
+{
+    if (strstr(msg, needle)) fail_msg("message should not contain \"%s\":\n%s", needle, msg);
+}
+
+/* Loads `text` (origin ORIGIN) with the overrides, expects HEAT_EINPUT with
+ * exactly `nlines` problems (nlines < 0: any number) and every needle in the
+ * message. Returns the message in static storage. */
+static const char *expect_err(const char *text, const char *const *sets, int nsets, int nlines,
+                              const char *const *needles)
+{
+    static heat_error err;
+    heat_case c;
+    memset(&c, 0, sizeof c);
+    int rc = heat_deck_load_string(text, ORIGIN, sets, nsets, &c, NULL, NULL, &err);
+    if (rc != HEAT_EINPUT)
+        fail_msg("expected HEAT_EINPUT, got %d (%s)\ndeck:\n%s", rc, err.msg, text);
+    assert_int_equal(err.code, HEAT_EINPUT);
+    for (const char *const *n = needles; *n; n++) assert_has(err.msg, *n);
+    if (nlines >= 0 && count_lines(err.msg) != nlines)
+        fail_msg("expected %d problem line(s), got:\n%s", nlines, err.msg);
+    return err.msg;
+}
+
+#define NEEDLES(...) ((const char *const[]){__VA_ARGS__, NULL})
+/* One problem in `text`, whose message contains every needle. */
+#define EXPECT_ERR(text, ...) expect_err((text), NULL, 0, 1, NEEDLES(__VA_ARGS__))
+/* n problems in `text`. */
+#define EXPECT_ERRS(n, text, ...) expect_err((text), NULL, 0, (n), NEEDLES(__VA_ARGS__))
+/* One problem from the base deck with the overrides in the array `sets`. */
+#define EXPECT_SET_ERR(sets, ...)                                                                  \
+    expect_err(deck(0), (sets), (int)(sizeof(sets) / sizeof *(sets)), 1, NEEDLES(__VA_ARGS__))
+
+/* Loads `text`, asserting success. */
+static void load_ok(const char *text, const char *const *sets, int nsets, heat_case *c,
+                    char **text_out, FILE *notices)
+{
+    heat_error err;
+    memset(c, 0, sizeof *c);
+    int rc = heat_deck_load_string(text, ORIGIN, sets, nsets, c, text_out, notices, &err);
+    if (rc != HEAT_OK) fail_msg("expected HEAT_OK, got %d:\n%s\ndeck:\n%s", rc, err.msg, text);
+    assert_int_equal(err.code, HEAT_OK);
+}
+
+static void derive_ok(heat_case *c)
+{
+    heat_error err;
+    int rc = heat_case_derive(c, &err);
+    if (rc != HEAT_OK) fail_msg("heat_case_derive failed (%d): %s", rc, err.msg);
+}
+
+/* Field by field, exact (doubles compared bit for bit through memcmp). */
+static void assert_case_equal(const heat_case *a, const heat_case *b)
+{
+#define SAME(f)                                                                                    \
+    do {                                                                                           \
+        if (memcmp(&a->f, &b->f, sizeof a->f) != 0) fail_msg("heat_case field %s differs", #f);    \
+    } while (0)
+    assert_string_equal(a->name, b->name);
+    SAME(grid.n);
+    SAME(grid.length);
+    SAME(grid.origin);
+    SAME(grid.dims);
+    SAME(alpha);
+    SAME(time.has_end);
+    SAME(time.end);
+    SAME(time.has_max_steps);
+    SAME(time.max_steps);
+    SAME(time.has_dt);
+    SAME(time.dt);
+    SAME(time.safety);
+    SAME(steady.enabled);
+    SAME(steady.tolerance);
+    SAME(steady.check_every);
+    SAME(initial.type);
+    SAME(initial.value);
+    SAME(initial.center);
+    SAME(initial.width);
+    SAME(initial.amplitude);
+    SAME(initial.base);
+    SAME(initial.modes);
+    assert_string_equal(a->initial.path, b->initial.path);
+    for (int f = 0; f < HEAT_NFACES; f++) {
+        SAME(bc[f].type);
+        SAME(bc[f].value);
+        SAME(bc[f].gradient);
+    }
+    assert_string_equal(a->output.dir, b->output.dir);
+    SAME(output.every);
+    SAME(output.checkpoint_every);
+    SAME(output.keep_checkpoints);
+    SAME(solver.backend);
+    SAME(solver.precision);
+    SAME(solver.kernel);
+    SAME(solver.temporal_block);
+    SAME(d.h);
+    SAME(d.r);
+    SAME(d.dt_max);
+    SAME(d.dt);
+    SAME(d.end_step);
+    SAME(d.stop_step);
+    SAME(d.check_every);
+    SAME(d.points);
+#undef SAME
+}
+
+/* Loads `text` with the overrides, reloads its canonical text (no overrides,
+ * origin `reorigin`) and asserts the two derived cases are identical. */
+static void assert_round_trip(const char *text, const char *const *sets, int nsets,
+                              const char *reorigin, heat_case *first)
+{
+    char *canon = NULL;
+    load_ok(text, sets, nsets, first, &canon, NULL);
+    assert_non_null(canon);
+    derive_ok(first);
+    heat_case again;
+    heat_error err;
+    memset(&again, 0, sizeof again);
+    int rc = heat_deck_load_string(canon, reorigin, NULL, 0, &again, NULL, NULL, &err);
+    if (rc != HEAT_OK) fail_msg("canonical text does not load (%s):\n%s", err.msg, canon);
+    derive_ok(&again);
+    assert_case_equal(first, &again);
+    /* The canonical text is a fixed point. */
+    char *canon2 = NULL;
+    load_ok(canon, NULL, 0, &again, &canon2, NULL);
+    assert_string_equal(canon, canon2);
+    free(canon);
+    free(canon2);
+}
+
+/* ---------------------------------------------------------- valid decks */
+
+static void test_base_deck_fields(void **state)
+{
+    (void)state;
+    heat_case c;
+    load_ok(deck(0), NULL, 0, &c, NULL, NULL);
+    assert_string_equal(c.name, "plate");
+    assert_int_equal(c.grid.n[0], 16);
+    assert_int_equal(c.grid.n[1], 12);
+    assert_int_equal(c.grid.n[2], 10);
+    assert_int_equal(c.grid.dims, 3);
+    assert_true(c.grid.length[0] == 1.0 && c.grid.length[1] == 2.0 && c.grid.length[2] == 0.5);
+    assert_true(c.grid.origin[0] == 0 && c.grid.origin[1] == 0 && c.grid.origin[2] == 0);
+    assert_true(c.alpha == 1.0e-4);
+    assert_true(c.time.has_end && c.time.end == 10.0);
+    assert_false(c.time.has_max_steps);
+    assert_false(c.time.has_dt);
+    assert_true(c.time.safety == 0.9);
+    assert_false(c.steady.enabled);
+    assert_int_equal(c.steady.check_every, 100);
+    assert_int_equal(c.initial.type, HEAT_INIT_CONSTANT);
+    assert_true(c.initial.value == 20.0);
+    assert_int_equal(c.bc[HEAT_X_LO].type, HEAT_BC_DIRICHLET);
+    assert_true(c.bc[HEAT_X_LO].value == 100.0);
+    assert_int_equal(c.bc[HEAT_X_HI].type, HEAT_BC_NEUMANN);
+    assert_true(c.bc[HEAT_X_HI].gradient == 0.5);
+    assert_int_equal(c.bc[HEAT_Y_LO].type, HEAT_BC_PERIODIC);
+    assert_int_equal(c.bc[HEAT_Y_HI].type, HEAT_BC_PERIODIC);
+    assert_int_equal(c.bc[HEAT_Z_LO].type, HEAT_BC_NEUMANN);
+    assert_true(c.bc[HEAT_Z_LO].gradient == 0.0); /* default gradient */
+    assert_int_equal(c.bc[HEAT_Z_HI].type, HEAT_BC_DIRICHLET);
+    assert_true(c.bc[HEAT_Z_HI].value == -3.0);
+    assert_string_equal(c.output.dir, "out/plate");
+    assert_int_equal(c.output.every, 0);
+    assert_int_equal(c.output.checkpoint_every, 0);
+    assert_int_equal(c.output.keep_checkpoints, 2);
+    assert_int_equal(c.solver.backend, HEAT_BACKEND_AUTO);
+    assert_int_equal(c.solver.precision, HEAT_DOUBLE);
+    assert_int_equal(c.solver.kernel, HEAT_KERNEL_REGISTER_TILED);
+    assert_int_equal(c.solver.temporal_block, 1);
+    derive_ok(&c);
+    assert_int_equal(c.d.points, 16 * 12 * 10);
+}
+
+static void test_full_deck_fields(void **state)
+{
+    (void)state;
+    heat_case c;
+    load_ok(deck(L_GRID,
+                 "grid = { points = [16, 12, 10]; length = [1.0, 2.0, 0.5]; origin = [-1.0, 0.25, "
+                 "3.0]; };",
+                 L_TIME, "time = { end = 5.0; max_steps = 1000; dt = 1.0e-3; safety = 0.5; };",
+                 L_STEADY, "steady = { tolerance = 1.0e-6; check_every = 25; };", L_OUTPUT,
+                 "output = { dir = \"runs/p\"; every = 100; checkpoint_every = 1000; "
+                 "keep_checkpoints = 3; };",
+                 L_SOLVER,
+                 "solver = { backend = \"cpu\"; precision = \"float\"; kernel = \"sliced\"; "
+                 "temporal_block = 4; };",
+                 0),
+            NULL, 0, &c, NULL, NULL);
+    assert_true(c.grid.origin[0] == -1.0 && c.grid.origin[1] == 0.25 && c.grid.origin[2] == 3.0);
+    assert_true(c.time.has_end && c.time.end == 5.0);
+    assert_true(c.time.has_max_steps && c.time.max_steps == 1000);
+    assert_true(c.time.has_dt && c.time.dt == 1.0e-3);
+    assert_true(c.time.safety == 0.5);
+    assert_true(c.steady.enabled && c.steady.tolerance == 1.0e-6);
+    assert_int_equal(c.steady.check_every, 25);
+    assert_string_equal(c.output.dir, "runs/p");
+    assert_int_equal(c.output.every, 100);
+    assert_int_equal(c.output.checkpoint_every, 1000);
+    assert_int_equal(c.output.keep_checkpoints, 3);
+    assert_int_equal(c.solver.backend, HEAT_BACKEND_CPU);
+    assert_int_equal(c.solver.precision, HEAT_FLOAT);
+    assert_int_equal(c.solver.kernel, HEAT_KERNEL_SLICED);
+    assert_int_equal(c.solver.temporal_block, 4);
+}
+
+static void test_initial_types_parsed(void **state)
+{
+    (void)state;
+    heat_case c;
+    load_ok(deck(L_INITIAL,
+                 "initial = { type = \"gaussian\"; center = [0.5, 1.0, 0.25]; width = 0.1; "
+                 "amplitude = 80.0; base = 20.0; };",
+                 0),
+            NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.initial.type, HEAT_INIT_GAUSSIAN);
+    assert_true(c.initial.center[0] == 0.5 && c.initial.center[1] == 1.0 &&
+                c.initial.center[2] == 0.25);
+    assert_true(c.initial.width == 0.1 && c.initial.amplitude == 80.0 && c.initial.base == 20.0);
+
+    load_ok(deck(L_INITIAL,
+                 "initial = { type = \"gaussian\"; center = (0.5, 1, 0.25); width = 1; "
+                 "amplitude = 2; };",
+                 0),
+            NULL, 0, &c, NULL, NULL);
+    assert_true(c.initial.center[1] == 1.0 && c.initial.base == 0.0); /* base defaults to 0 */
+
+    load_ok(deck(L_INITIAL,
+                 "initial = { type = \"sine\"; modes = [1.0, 2.0, 0.0]; amplitude = 3.5; };", 0),
+            NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.initial.type, HEAT_INIT_SINE);
+    assert_true(c.initial.modes[0] == 1.0 && c.initial.modes[1] == 2.0 &&
+                c.initial.modes[2] == 0.0);
+    assert_true(c.initial.amplitude == 3.5);
+}
+
+static void test_default_deck_loads_and_derives(void **state)
+{
+    (void)state;
+    heat_case c, s;
+    heat_error err;
+    char *text = NULL;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(heat_deck_load(NULL, NULL, 0, &c, &text, NULL, &err), HEAT_OK);
+    assert_int_equal(err.code, HEAT_OK);
+    assert_string_equal(c.name, HEAT_DEFAULT_DECK_NAME);
+    assert_int_equal(c.grid.dims, 3);
+    assert_true(c.time.has_end);
+    assert_int_equal(heat_case_derive(&c, &err), HEAT_OK);
+    assert_true(c.d.stop_step > 0);
+    assert_true(c.d.dt > 0 && c.d.dt <= c.d.dt_max);
+    /* The same as loading the text itself. */
+    memset(&s, 0, sizeof s);
+    assert_int_equal(heat_deck_load_string(heat_default_deck, HEAT_DEFAULT_DECK_NAME, NULL, 0, &s,
+                                           NULL, NULL, &err),
+                     HEAT_OK);
+    derive_ok(&s);
+    assert_case_equal(&c, &s);
+    free(text);
+    /* Overrides apply to the default deck too. */
+    const char *sets[] = {"time.end=1.5"};
+    memset(&c, 0, sizeof c);
+    assert_int_equal(heat_deck_load(NULL, sets, 1, &c, NULL, NULL, &err), HEAT_OK);
+    assert_true(c.time.end == 1.5);
+}
+
+static void test_default_name_from_file(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("default_name"));
+    heat_case c;
+    heat_error err;
+
+    snprintf(path, sizeof path, "%s/slab.cfg", dir);
+    test_write_file(path, deck(L_NAME, "", 0));
+    memset(&c, 0, sizeof c);
+    if (heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    assert_string_equal(c.name, "slab");
+    assert_string_equal(c.output.dir, "out/slab"); /* the output dir follows the name */
+
+    /* Only the last extension goes. */
+    snprintf(path, sizeof path, "%s/my-plate.v2.cfg", dir);
+    test_write_file(path, deck(L_NAME, "", 0));
+    if (heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    assert_string_equal(c.name, "my-plate.v2");
+
+    /* No extension at all. */
+    snprintf(path, sizeof path, "%s/plain", dir);
+    test_write_file(path, deck(L_NAME, "", 0));
+    if (heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    assert_string_equal(c.name, "plain");
+
+    /* The origin of an in-memory deck gives the name the same way. */
+    assert_int_equal(heat_deck_load_string(deck(L_NAME, "", 0), "some/dir/case.cfg", NULL, 0, &c,
+                                           NULL, NULL, &err),
+                     HEAT_OK);
+    assert_string_equal(c.name, "case");
+
+    /* A given name wins over the file name. */
+    snprintf(path, sizeof path, "%s/other.cfg", dir);
+    test_write_file(path, deck(0));
+    if (heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    assert_string_equal(c.name, "plate");
+}
+
+static void test_bad_name(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_NAME, "name = \"a b\";", 0), ORIGIN ":1:", "name = \"a b\"", "A-Z a-z 0-9");
+    EXPECT_ERR(deck(L_NAME, "name = \".hidden\";", 0), ORIGIN ":1:", "\".hidden\"",
+               "not starting with '.'");
+    EXPECT_ERR(deck(L_NAME, "name = 5;", 0), ORIGIN ":1:", "name = 5", "expected a string",
+               "an integer");
+}
+
+/* ------------------------------------------------------- missing things */
+
+static void test_missing_sections(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_GRID, "", 0), "missing key grid", "points and length");
+    EXPECT_ERR(deck(L_MATERIAL, "", 0), "missing key material", "diffusivity");
+    EXPECT_ERR(deck(L_INITIAL, "", 0), "missing key initial", "constant, gaussian, sine or file");
+    /* Without time and steady, nothing stops the run. */
+    EXPECT_ERR(deck(L_TIME, "", 0), ORIGIN ": nothing would stop the run", "time.end",
+               "time.max_steps", "steady");
+    EXPECT_ERR(deck(L_TIME, "time = { dt = 1.0e-3; safety = 0.5; };", 0), "nothing would stop",
+               "time.end", "time.max_steps", "steady");
+}
+
+/* The boundary section absent: one line, not six. */
+static void test_missing_boundary_section(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_BOUNDARY, "", L_X_LO, "", L_X_HI, "", L_Y_LO, "", L_Y_HI, "", L_Z_LO, "",
+                    L_Z_HI, "", L_BOUNDARY_END, "", 0),
+               ORIGIN, "missing key boundary", "x_lo");
+}
+
+static void test_missing_required_keys(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_GRID, "grid = { length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "missing key grid.points", ">= 3", "nz = 1");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 10]; };", 0),
+               ORIGIN ":2:", "missing key grid.length", "> 0");
+    EXPECT_ERR(deck(L_MATERIAL, "material = { };", 0),
+               ORIGIN ":3:", "missing key material.diffusivity", "a number");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { value = 20.0; };", 0),
+               ORIGIN ":6:", "missing key initial.type",
+               "\"constant\", \"gaussian\", \"sine\", \"file\"");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"constant\"; };", 0),
+               ORIGIN ":6:", "missing key initial.value");
+    EXPECT_ERRS(3, deck(L_INITIAL, "initial = { type = \"gaussian\"; };", 0),
+                ORIGIN ":6:", "missing key initial.center", "missing key initial.width",
+                "missing key initial.amplitude");
+    EXPECT_ERRS(2, deck(L_INITIAL, "initial = { type = \"sine\"; };", 0),
+                ORIGIN ":6:", "missing key initial.modes", "missing key initial.amplitude");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"file\"; };", 0),
+               ORIGIN ":6:", "missing key initial.path");
+    EXPECT_ERR(deck(L_STEADY, "steady = { check_every = 10; };", 0),
+               ORIGIN ":5:", "missing key steady.tolerance");
+    EXPECT_ERR(deck(L_X_LO, "  x_lo = { value = 1.0; };", 0),
+               ORIGIN ":8:", "missing key boundary.x_lo.type",
+               "\"dirichlet\", \"neumann\", \"periodic\"");
+    EXPECT_ERR(deck(L_X_LO, "  x_lo = { type = \"dirichlet\"; };", 0),
+               ORIGIN ":8:", "missing key boundary.x_lo.value");
+}
+
+static void test_missing_boundary_faces(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_Z_HI, "", 0), ORIGIN ":7:", "missing key boundary.z_hi", "dirichlet",
+               "neumann", "periodic");
+    const char *m = EXPECT_ERRS(2, deck(L_X_LO, "", L_Y_HI, "", 0), "missing key boundary.x_lo",
+                                "missing key boundary.y_hi");
+    assert_lacks(m, "boundary.x_hi");
+    EXPECT_ERR(deck(L_X_LO, "  x_lo = 5;", 0), ORIGIN ":8:", "boundary.x_lo = 5",
+               "expected a group");
+}
+
+/* ------------------------------------------------------------- ranges */
+
+static void test_grid_points(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [2, 12, 10]; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.points[0] = 2", ">= 3");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 0, 10]; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.points[1] = 0", ">= 3");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 2]; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.points[2] = 2", ">= 3", "nz = 1");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, -5]; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.points[2] = -5", ">= 3");
+    /* nx = 1 is not a 1D run. */
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [1, 12, 10]; length = [1.0, 2.0, 0.5]; };", 0),
+               "grid.points[0] = 1", ">= 3");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12]; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.points = [16, 12]", "[nx, ny, nz]");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = 64; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.points = 64", "[nx, ny, nz]");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 10, 4]; length = [1.0, 2.0, 0.5]; };", 0),
+               "grid.points = [16, 12, 10, 4]", "[nx, ny, nz]");
+}
+
+static void test_grid_points_types(void **state)
+{
+    (void)state;
+    /* A fraction is not a point count. */
+    EXPECT_ERR(
+        deck(L_GRID, "grid = { points = [64.5, 64.0, 64.0]; length = [1.0, 2.0, 0.5]; };", 0),
+        ORIGIN ":2:", "grid.points[0] = 64.5", "expected an integer");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = (64, 64.5, 64); length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.points[1] = 64.5", "expected an integer");
+    EXPECT_ERRS(
+        3, deck(L_GRID, "grid = { points = [\"a\", \"b\", \"c\"]; length = [1.0, 2.0, 0.5]; };", 0),
+        "grid.points[0] = \"a\"", "expected an integer", "a string");
+    /* Integral floats are integers. */
+    heat_case c;
+    load_ok(deck(L_GRID, "grid = { points = [16.0, 1.2e1, 1e1]; length = [1.0, 2.0, 0.5]; };", 0),
+            NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.grid.n[0], 16);
+    assert_int_equal(c.grid.n[1], 12);
+    assert_int_equal(c.grid.n[2], 10);
+}
+
+static void test_grid_2d(void **state)
+{
+    (void)state;
+    heat_case c;
+    char *notes = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&notes, &len);
+    assert_non_null(f);
+    load_ok(deck(L_GRID, "grid = { points = [16, 12, 1]; length = [1.0, 2.0, 0.5]; };", 0), NULL, 0,
+            &c, NULL, f);
+    fclose(f);
+    assert_int_equal(c.grid.dims, 2);
+    assert_int_equal(c.grid.n[2], 1);
+    derive_ok(&c);
+    assert_int_equal(c.d.points, 16 * 12);
+    /* The z faces of the base deck are ignored, with a notice each. */
+    assert_has(notes, "boundary.z_lo");
+    assert_has(notes, "boundary.z_hi");
+    assert_has(notes, "ignored");
+    assert_has(notes, "nz = 1");
+    assert_int_equal(count_lines(notes), 2);
+    free(notes);
+}
+
+static void test_grid_length_and_origin(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 10]; length = [0.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.length[0] = 0.0", "> 0");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 10]; length = [1.0, -2.0, 0.5]; };", 0),
+               ORIGIN ":2:", "grid.length[1] = -2.0", "> 0");
+    /* Lz must be > 0 in 2D too. */
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 1]; length = [1.0, 2.0, 0.0]; };", 0),
+               ORIGIN ":2:", "grid.length[2] = 0.0", "> 0");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 10]; length = [1.0, 2.0]; };", 0),
+               ORIGIN ":2:", "grid.length = [1.0, 2.0]", "[Lx, Ly, Lz]");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 10]; length = 1.0; };", 0),
+               ORIGIN ":2:", "grid.length = 1.0", "[Lx, Ly, Lz]");
+    EXPECT_ERR(deck(L_GRID,
+                    "grid = { points = [16, 12, 10]; length = [1.0, 2.0, 0.5]; origin = [0.0, "
+                    "0.0]; };",
+                    0),
+               ORIGIN ":2:", "grid.origin = [0.0, 0.0]", "three numbers");
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12, 10]; length = (1.0, \"2\", 0.5); };", 0),
+               ORIGIN ":2:", "grid.length[1] = \"2\"", "expected a number", "a string");
+    EXPECT_ERR(deck(L_GRID, "grid = 5;", 0), ORIGIN ":2:", "grid = 5", "expected a group");
+}
+
+static void test_material_ranges(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = 0.0; };", 0),
+               ORIGIN ":3:", "material.diffusivity = 0.0", "> 0");
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = -1.0e-4; };", 0),
+               ORIGIN ":3:", "material.diffusivity = -0.0001", "> 0");
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = \"fast\"; };", 0),
+               ORIGIN ":3:", "material.diffusivity = \"fast\"", "expected a number", "a string");
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = [1.0]; };", 0),
+               ORIGIN ":3:", "material.diffusivity = [1.0]", "expected a number", "an array");
+    heat_case c;
+    load_ok(deck(L_MATERIAL, "material = { diffusivity = 2; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_true(c.alpha == 2.0); /* an integer is a number */
+}
+
+static void test_time_ranges(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_TIME, "time = { end = 0.0; max_steps = 10; };", 0),
+               ORIGIN ":4:", "time.end = 0.0", "> 0");
+    EXPECT_ERR(deck(L_TIME, "time = { end = -1.0; max_steps = 10; };", 0),
+               ORIGIN ":4:", "time.end = -1.0", "> 0");
+    EXPECT_ERR(deck(L_TIME, "time = { end = \"10\"; max_steps = 10; };", 0),
+               ORIGIN ":4:", "time.end = \"10\"", "expected a number", "a string");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; max_steps = 0; };", 0),
+               ORIGIN ":4:", "time.max_steps = 0", ">= 1");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; max_steps = -5; };", 0),
+               ORIGIN ":4:", "time.max_steps = -5", ">= 1");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; max_steps = 10.5; };", 0),
+               ORIGIN ":4:", "time.max_steps = 10.5", "expected an integer");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; max_steps = \"many\"; };", 0),
+               ORIGIN ":4:", "time.max_steps = \"many\"", "expected an integer", "a string");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; dt = 0.0; };", 0), ORIGIN ":4:", "time.dt = 0.0",
+               "> 0");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; dt = -1.0e-3; };", 0),
+               ORIGIN ":4:", "time.dt = -0.001", "> 0");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; safety = 0.0; };", 0),
+               ORIGIN ":4:", "time.safety = 0.0", "(0, 1]");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; safety = 1.5; };", 0),
+               ORIGIN ":4:", "time.safety = 1.5", "(0, 1]");
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; safety = -0.5; };", 0),
+               ORIGIN ":4:", "time.safety = -0.5", "(0, 1]");
+    EXPECT_ERRS(2, deck(L_TIME, "time = 10.0;", 0), ORIGIN ":4:", "time = 10.0", "expected a group",
+                "nothing would stop");
+}
+
+static void test_time_accepted(void **state)
+{
+    (void)state;
+    heat_case c;
+    /* An integral float is an integer: max_steps = 1e5. */
+    load_ok(deck(L_TIME, "time = { max_steps = 1e5; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_true(c.time.has_max_steps);
+    assert_int_equal(c.time.max_steps, 100000);
+    assert_false(c.time.has_end);
+    /* A step count beyond 32 bits. */
+    load_ok(deck(L_TIME, "time = { max_steps = 10000000000L; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_true(c.time.max_steps == INT64_C(10000000000));
+    /* safety = 1 (an integer) is the upper end of (0, 1]. */
+    load_ok(deck(L_TIME, "time = { end = 2; safety = 1; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_true(c.time.safety == 1.0);
+    assert_true(c.time.end == 2.0);
+    /* Steady alone stops a run. */
+    load_ok(deck(L_TIME, "", L_STEADY, "steady = { tolerance = 1e-3; };", 0), NULL, 0, &c, NULL,
+            NULL);
+    assert_false(c.time.has_end);
+    assert_false(c.time.has_max_steps);
+    assert_true(c.steady.enabled && c.steady.tolerance == 1e-3);
+    assert_int_equal(c.steady.check_every, 100);
+}
+
+static void test_steady_ranges(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_STEADY, "steady = { tolerance = 0.0; };", 0),
+               ORIGIN ":5:", "steady.tolerance = 0.0", "> 0");
+    EXPECT_ERR(deck(L_STEADY, "steady = { tolerance = -1.0e-6; };", 0),
+               ORIGIN ":5:", "steady.tolerance = -1e-06", "> 0");
+    EXPECT_ERR(deck(L_STEADY, "steady = { tolerance = 1.0e-6; check_every = 0; };", 0),
+               ORIGIN ":5:", "steady.check_every = 0", ">= 1");
+    EXPECT_ERR(deck(L_STEADY, "steady = { tolerance = 1.0e-6; check_every = 2.5; };", 0),
+               ORIGIN ":5:", "steady.check_every = 2.5", "expected an integer");
+    EXPECT_ERR(deck(L_STEADY, "steady = { tolerance = \"tight\"; };", 0),
+               ORIGIN ":5:", "steady.tolerance = \"tight\"", "expected a number");
+}
+
+static void test_output_ranges(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_OUTPUT, "output = { every = -1; };", 0), ORIGIN ":15:", "output.every = -1",
+               ">= 0");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { checkpoint_every = -10; };", 0),
+               ORIGIN ":15:", "output.checkpoint_every = -10", ">= 0");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { keep_checkpoints = 0; };", 0),
+               ORIGIN ":15:", "output.keep_checkpoints = 0", "1 to 1000");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { keep_checkpoints = 1001; };", 0),
+               ORIGIN ":15:", "output.keep_checkpoints = 1001", "1 to 1000");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { dir = \"\"; };", 0), ORIGIN ":15:", "output.dir = \"\"",
+               "directory");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { dir = 3; };", 0), ORIGIN ":15:", "output.dir = 3",
+               "expected a string");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { every = 1.5; };", 0), ORIGIN ":15:", "output.every = 1.5",
+               "expected an integer");
+    heat_case c;
+    load_ok(deck(L_OUTPUT,
+                 "output = { every = 0; checkpoint_every = 0; keep_checkpoints = 1000; };", 0),
+            NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.output.every, 0);
+    assert_int_equal(c.output.keep_checkpoints, 1000);
+}
+
+/* -------------------------------------------------------------- enums */
+
+static void test_solver_enums(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_SOLVER, "solver = { precision = \"quad\"; };", 0),
+               ORIGIN ":16:", "solver.precision = \"quad\"", "\"double\", \"float\"");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { backend = \"gpu\"; };", 0),
+               ORIGIN ":16:", "solver.backend = \"gpu\"", "\"auto\", \"cpu\", \"cuda\"");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { kernel = \"fast\"; };", 0),
+               ORIGIN ":16:", "solver.kernel = \"fast\"",
+               "\"naive\", \"tiled\", \"sliced\", \"register_tiled\"");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { precision = 64; };", 0),
+               ORIGIN ":16:", "solver.precision = 64", "expected a string");
+    /* Case matters. */
+    EXPECT_ERR(deck(L_SOLVER, "solver = { precision = \"Double\"; };", 0),
+               ORIGIN ":16:", "solver.precision = \"Double\"", "\"double\", \"float\"");
+    heat_case c;
+    load_ok(deck(L_SOLVER, "solver = { backend = \"cuda\"; kernel = \"naive\"; };", 0), NULL, 0, &c,
+            NULL, NULL);
+    assert_int_equal(c.solver.backend, HEAT_BACKEND_CUDA);
+    assert_int_equal(c.solver.kernel, HEAT_KERNEL_NAIVE);
+    assert_int_equal(c.solver.precision, HEAT_DOUBLE);
+    load_ok(deck(L_SOLVER, "solver = { kernel = \"tiled\"; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.solver.kernel, HEAT_KERNEL_TILED);
+}
+
+static void test_temporal_block(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = 0; };", 0),
+               ORIGIN ":16:", "solver.temporal_block = 0", "1 to 64");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = -2; };", 0),
+               ORIGIN ":16:", "solver.temporal_block = -2", "1 to 64");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = 65; };", 0),
+               ORIGIN ":16:", "solver.temporal_block = 65", "1 to 64");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = 2.5; };", 0),
+               ORIGIN ":16:", "solver.temporal_block = 2.5", "expected an integer");
+    heat_case c;
+    load_ok(deck(L_SOLVER, "solver = { temporal_block = 64; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.solver.temporal_block, 64);
+}
+
+static void test_initial_type_and_keys(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"random\"; };", 0),
+               ORIGIN ":6:", "initial.type = \"random\"",
+               "\"constant\", \"gaussian\", \"sine\", \"file\"");
+    /* A key of another type is named, with the keys the type allows. */
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"constant\"; value = 1.0; width = 0.1; };", 0),
+               ORIGIN ":6:", "unknown key initial.width", "for type \"constant\"", "type, value");
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"sine\"; modes = [1.0, 1.0, 1.0]; amplitude = 1.0; "
+                    "center = [0.0, 0.0, 0.0]; };",
+                    0),
+               ORIGIN ":6:", "unknown key initial.center", "for type \"sine\"",
+               "type, modes, amplitude");
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"gaussian\"; center = [0.5, 0.5, 0.5]; width = 0.1; "
+                    "amplitude = 1.0; value = 3.0; };",
+                    0),
+               ORIGIN ":6:", "unknown key initial.value", "for type \"gaussian\"");
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"gaussian\"; center = [0.5, 0.5, 0.5]; width = 0.0; "
+                    "amplitude = 1.0; };",
+                    0),
+               ORIGIN ":6:", "initial.width = 0.0", "> 0");
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"gaussian\"; center = [0.5, 0.5]; width = 0.1; "
+                    "amplitude = 1.0; };",
+                    0),
+               ORIGIN ":6:", "initial.center = [0.5, 0.5]", "three numbers");
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"sine\"; modes = [1.0, -2.0, 0.0]; amplitude = 1.0; };",
+                    0),
+               ORIGIN ":6:", "initial.modes[1] = -2.0", ">= 0");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"constant\"; value = \"warm\"; };", 0),
+               ORIGIN ":6:", "initial.value = \"warm\"", "expected a number");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = 3; value = 1.0; };", 0),
+               ORIGIN ":6:", "initial.type = 3", "expected a string");
+}
+
+static void test_initial_file(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200], line[4400];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("initial_file"));
+    snprintf(path, sizeof path, "%s/no_such_snapshot.h5", dir);
+    snprintf(line, sizeof line, "initial = { type = \"file\"; path = \"%s\"; };", path);
+    EXPECT_ERR(deck(L_INITIAL, line, 0), ORIGIN ":6:", "initial.path", path, "cannot read");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"file\"; path = \"\"; };", 0),
+               ORIGIN ":6:", "initial.path = \"\"");
+    EXPECT_ERRS(2,
+                deck(L_INITIAL, "initial = { type = \"file\"; path = \"x.h5\"; value = 1.0; };", 0),
+                "unknown key initial.value", "for type \"file\"", "initial.path = \"x.h5\"");
+    /* A readable file is accepted and its path kept. */
+    test_write_file(path, "not really a snapshot\n");
+    heat_case c;
+    load_ok(deck(L_INITIAL, line, 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.initial.type, HEAT_INIT_FILE);
+    assert_string_equal(c.initial.path, path);
+}
+
+/* ----------------------------------------------------------- boundary */
+
+static void test_boundary_types(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_X_LO, "  x_lo = { type = \"robin\"; value = 1.0; };", 0),
+               ORIGIN ":8:", "boundary.x_lo.type = \"robin\"",
+               "\"dirichlet\", \"neumann\", \"periodic\"");
+    EXPECT_ERR(deck(L_X_LO, "  x_lo = { type = \"dirichlet\"; value = 1.0; gradient = 0.0; };", 0),
+               ORIGIN ":8:", "unknown key boundary.x_lo.gradient", "for type \"dirichlet\"");
+    EXPECT_ERR(deck(L_X_HI, "  x_hi = { type = \"neumann\"; value = 1.0; };", 0),
+               ORIGIN ":9:", "unknown key boundary.x_hi.value", "for type \"neumann\"",
+               "type, gradient");
+    EXPECT_ERR(deck(L_Y_LO, "  y_lo = { type = \"periodic\"; value = 1.0; };", 0),
+               ORIGIN ":10:", "unknown key boundary.y_lo.value", "for type \"periodic\"");
+    EXPECT_ERR(deck(L_X_LO, "  x_lo = { type = \"dirichlet\"; value = \"hot\"; };", 0),
+               ORIGIN ":8:", "boundary.x_lo.value = \"hot\"", "expected a number");
+    EXPECT_ERR(deck(L_X_HI, "  x_hi = { type = \"neumann\"; gradient = [0.0]; };", 0),
+               ORIGIN ":9:", "boundary.x_hi.gradient = [0.0]", "expected a number");
+}
+
+static void test_periodic_pairs(void **state)
+{
+    (void)state;
+    EXPECT_ERR(deck(L_Y_HI, "  y_hi = { type = \"neumann\"; };", 0),
+               ORIGIN ":10:", "boundary.y_lo.type = \"periodic\"", "pairs",
+               "boundary.y_hi is \"neumann\"");
+    EXPECT_ERR(deck(L_X_HI, "  x_hi = { type = \"periodic\"; };", 0),
+               ORIGIN ":9:", "boundary.x_hi.type = \"periodic\"", "pairs",
+               "boundary.x_lo is \"dirichlet\"");
+    EXPECT_ERR(deck(L_Z_LO, "  z_lo = { type = \"periodic\"; };", 0),
+               ORIGIN ":12:", "boundary.z_lo.type = \"periodic\"", "pairs",
+               "boundary.z_hi is \"dirichlet\"");
+    /* Both faces of every axis periodic is fine. */
+    heat_case c;
+    load_ok(deck(L_X_LO, "  x_lo = { type = \"periodic\"; };", L_X_HI,
+                 "  x_hi = { type = \"periodic\"; };", L_Z_LO, "  z_lo = { type = \"periodic\"; };",
+                 L_Z_HI, "  z_hi = { type = \"periodic\"; };", 0),
+            NULL, 0, &c, NULL, NULL);
+    for (int f = 0; f < HEAT_NFACES; f++) assert_int_equal(c.bc[f].type, HEAT_BC_PERIODIC);
+}
+
+static void test_2d_z_faces(void **state)
+{
+    (void)state;
+    heat_case c;
+    char *notes = NULL;
+    size_t len = 0;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    /* In 2D the z faces are not checked: a lone periodic face, an unknown
+     * type, both are ignored (with a notice), not errors. */
+    load_ok(deck(L_GRID, "grid = { points = [16, 12, 1]; length = [1.0, 2.0, 0.5]; };", L_Z_LO,
+                 "  z_lo = { type = \"periodic\"; };", L_Z_HI, "  z_hi = { type = \"nonsense\"; };",
+                 0),
+            NULL, 0, &c, NULL, f);
+    assert_int_equal(c.grid.dims, 2);
+    rewind(f);
+    char buf[1024];
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    buf[k] = '\0';
+    fclose(f);
+    assert_has(buf, "boundary.z_lo is ignored");
+    assert_has(buf, "boundary.z_hi is ignored");
+
+    /* No z faces in 2D: no notice. */
+    f = open_memstream(&notes, &len);
+    assert_non_null(f);
+    load_ok(deck(L_GRID, "grid = { points = [16, 12, 1]; length = [1.0, 2.0, 0.5]; };", L_Z_LO, "",
+                 L_Z_HI, "", 0),
+            NULL, 0, &c, NULL, f);
+    fclose(f);
+    assert_string_equal(notes, "");
+    free(notes);
+
+    /* In 3D the z faces are required and no notice is written. */
+    notes = NULL;
+    f = open_memstream(&notes, &len);
+    load_ok(deck(0), NULL, 0, &c, NULL, f);
+    fclose(f);
+    assert_string_equal(notes, "");
+    free(notes);
+    EXPECT_ERRS(2, deck(L_Z_LO, "", L_Z_HI, "", 0), "missing key boundary.z_lo",
+                "missing key boundary.z_hi");
+
+    /* A NULL notices stream is allowed. */
+    load_ok(deck(L_GRID, "grid = { points = [16, 12, 1]; length = [1.0, 2.0, 0.5]; };", 0), NULL, 0,
+            &c, NULL, NULL);
+}
+
+/* -------------------------------------------------------- unknown keys */
+
+static void test_unknown_keys(void **state)
+{
+    (void)state;
+    const char *m;
+    m = EXPECT_ERR(deck(L_STEADY, "gird = { points = [3, 3, 3]; };", 0),
+                   ORIGIN ":5:", "unknown key gird", "did you mean grid?", "name, grid, material");
+    (void)m;
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; ned = 2.0; };", 0),
+               ORIGIN ":4:", "unknown key time.ned", "end, max_steps, dt, safety",
+               "did you mean end?");
+    EXPECT_ERR(deck(L_GRID,
+                    "grid = { points = [16, 12, 10]; length = [1.0, 2.0, 0.5]; orign = [0.0, 0.0, "
+                    "0.0]; };",
+                    0),
+               ORIGIN ":2:", "unknown key grid.orign", "did you mean origin?");
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = 1.0; conductivity = 2.0; };", 0),
+               ORIGIN ":3:", "unknown key material.conductivity", "diffusivity");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { evry = 10; };", 0),
+               ORIGIN ":15:", "unknown key output.evry", "did you mean every?");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { precison = \"float\"; };", 0),
+               ORIGIN ":16:", "unknown key solver.precison", "did you mean precision?");
+    EXPECT_ERR(deck(L_STEADY, "steady = { tolerance = 1.0; check = 5; };", 0),
+               ORIGIN ":5:", "unknown key steady.check");
+    EXPECT_ERR(deck(L_BOUNDARY_END, "  x_low = { type = \"periodic\"; }; };", 0),
+               ORIGIN ":14:", "unknown key boundary.x_low", "did you mean x_lo?");
+    /* Far from every key: no suggestion. */
+    m = EXPECT_ERR(deck(L_STEADY, "zzzzzzzz = 1;", 0), ORIGIN ":5:", "unknown key zzzzzzzz");
+    assert_lacks(m, "did you mean");
+}
+
+static void test_several_errors_together(void **state)
+{
+    (void)state;
+    const char *m = EXPECT_ERRS(
+        5,
+        deck(L_GRID, "grid = { points = [2, 12, 10]; length = [1.0, 2.0, 0.5]; };", L_MATERIAL,
+             "material = { diffusivity = -1.0; };", L_TIME, "time = { end = 1.0; ned = 2.0; };",
+             L_Y_HI, "  y_hi = { type = \"neumann\"; };", L_SOLVER,
+             "solver = { precision = \"quad\"; };", 0),
+        ORIGIN ":2: grid.points[0] = 2", ORIGIN ":3: material.diffusivity = -1.0",
+        ORIGIN ":4: unknown key time.ned", ORIGIN ":10: boundary.y_lo.type",
+        ORIGIN ":16: solver.precision = \"quad\"");
+    (void)m;
+}
+
+static void test_syntax_errors(void **state)
+{
+    (void)state;
+    /* In memory: origin:line: message. */
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = = 1.0e-4; };", 0), ORIGIN ":3: ");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"constant\"; value = 20.0; ", 0), ORIGIN ":");
+    /* libconfig arrays hold one type. */
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12.0, 10]; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2: ");
+    /* From a file: path:line: message. */
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("syntax"));
+    snprintf(path, sizeof path, "%s/broken.cfg", dir);
+    test_write_file(path, deck(L_TIME, "time = { end = ; };", 0));
+    heat_case c;
+    heat_error err;
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
+    assert_int_equal(err.code, HEAT_EINPUT);
+    char want[4300];
+    snprintf(want, sizeof want, "%s:4: ", path);
+    assert_has(err.msg, want);
+    /* A missing deck file. */
+    snprintf(path, sizeof path, "%s/absent.cfg", dir);
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
+    assert_has(err.msg, path);
+    assert_has(err.msg, "cannot open");
+}
+
+static void test_file_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200], want[4400];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("file_lines"));
+    snprintf(path, sizeof path, "%s/plate.cfg", dir);
+    test_write_file(path,
+                    deck(L_GRID, "grid = { points = [16, 12, 2]; length = [1.0, 2.0, 0.5]; };",
+                         L_SOLVER, "solver = { kernal = \"tiled\"; };", 0));
+    heat_case c;
+    heat_error err;
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
+    assert_int_equal(err.code, HEAT_EINPUT);
+    snprintf(want, sizeof want, "%s:2: grid.points[2] = 2", path);
+    assert_has(err.msg, want);
+    snprintf(want, sizeof want, "%s:16: unknown key solver.kernal", path);
+    assert_has(err.msg, want);
+    assert_has(err.msg, "did you mean kernel?");
+    assert_int_equal(count_lines(err.msg), 2);
+}
+
+/* ------------------------------------------------------------- --set */
+
+static void test_set_values(void **state)
+{
+    (void)state;
+    heat_case c;
+    const char *quoted[] = {"solver.precision=\"float\""};
+    load_ok(deck(0), quoted, 1, &c, NULL, NULL);
+    assert_int_equal(c.solver.precision, HEAT_FLOAT);
+    const char *bare[] = {"solver.precision=float"};
+    load_ok(deck(0), bare, 1, &c, NULL, NULL);
+    assert_int_equal(c.solver.precision, HEAT_FLOAT);
+
+    const char *array[] = {"grid.points=[128,128,1]"};
+    load_ok(deck(0), array, 1, &c, NULL, NULL);
+    assert_int_equal(c.grid.n[0], 128);
+    assert_int_equal(c.grid.n[1], 128);
+    assert_int_equal(c.grid.n[2], 1);
+    assert_int_equal(c.grid.dims, 2);
+
+    /* A missing group is created. */
+    const char *create[] = {"steady.tolerance=1e-3"};
+    load_ok(deck(0), create, 1, &c, NULL, NULL);
+    assert_true(c.steady.enabled);
+    assert_true(c.steady.tolerance == 1e-3);
+    const char *create2[] = {"output.every=7", "solver.temporal_block=3"};
+    load_ok(deck(0), create2, 2, &c, NULL, NULL);
+    assert_int_equal(c.output.every, 7);
+    assert_int_equal(c.solver.temporal_block, 3);
+
+    /* In order: the last one wins; spaces around '=' are allowed. */
+    const char *order[] = {"time.end=1.0", "time.end = 2.5", "material.diffusivity=3"};
+    load_ok(deck(0), order, 3, &c, NULL, NULL);
+    assert_true(c.time.end == 2.5);
+    assert_true(c.alpha == 3.0);
+
+    /* Strings and names. */
+    const char *strs[] = {"output.dir=\"runs/a b\"", "name=trial-2"};
+    load_ok(deck(0), strs, 2, &c, NULL, NULL);
+    assert_string_equal(c.output.dir, "runs/a b");
+    assert_string_equal(c.name, "trial-2");
+
+    /* A whole group. */
+    const char *group[] = {"boundary.x_lo={ type = \"neumann\"; gradient = 2.0; }"};
+    load_ok(deck(0), group, 1, &c, NULL, NULL);
+    assert_int_equal(c.bc[HEAT_X_LO].type, HEAT_BC_NEUMANN);
+    assert_true(c.bc[HEAT_X_LO].gradient == 2.0);
+
+    /* max_steps = 1e5 through --set as well; a steady-only run. */
+    const char *steps[] = {"time.max_steps=1e5"};
+    load_ok(deck(L_TIME, "", 0), steps, 1, &c, NULL, NULL);
+    assert_int_equal(c.time.max_steps, 100000);
+}
+
+static void test_set_syntax_errors(void **state)
+{
+    (void)state;
+    const char *no_eq[] = {"time.end2.0"};
+    EXPECT_SET_ERR(no_eq, "--set time.end2.0", "key=value");
+    const char *empty[] = {"time.end="};
+    EXPECT_SET_ERR(empty, "--set time.end=", "empty");
+    const char *empty_key[] = {"=3"};
+    EXPECT_SET_ERR(empty_key, "--set =3", "empty");
+    const char *not_group[] = {"name.first=x"};
+    EXPECT_SET_ERR(not_group, "--set name.first", "'name'", "not a group");
+    const char *scalar_parent[] = {"material.diffusivity.x=1"};
+    EXPECT_SET_ERR(scalar_parent, "--set material.diffusivity.x", "'diffusivity'", "not a group");
+    const char *bad_key[] = {"time.9=1"};
+    EXPECT_SET_ERR(bad_key, "--set time.9", "'9'", "not a valid key");
+    /* Several bad overrides are reported together. */
+    const char *two[] = {"time.end", "solver="};
+    expect_err(deck(0), two, 2, 2, NEEDLES("--set time.end:", "--set solver=:"));
+}
+
+static void test_set_validation_errors(void **state)
+{
+    (void)state;
+    const char *neg[] = {"material.diffusivity=-1"};
+    const char *m = EXPECT_SET_ERR(neg, "--set: material.diffusivity = -1", "> 0");
+    assert_lacks(m, ORIGIN ":3");
+    const char *prec[] = {"solver.precision=quad"};
+    EXPECT_SET_ERR(prec, "--set: solver.precision = \"quad\"", "\"double\", \"float\"");
+    const char *pts[] = {"grid.points=[128,2,1]"};
+    EXPECT_SET_ERR(pts, "--set: grid.points[1] = 2", ">= 3");
+    const char *pts_frac[] = {"grid.points=[64.5,64.0,64.0]"};
+    EXPECT_SET_ERR(pts_frac, "--set: grid.points[0] = 64.5", "expected an integer");
+    const char *typo[] = {"time.ned=3"};
+    EXPECT_SET_ERR(typo, "--set: unknown key time.ned", "did you mean end?");
+    const char *newgroup[] = {"steady.check_every=5"};
+    EXPECT_SET_ERR(newgroup, "--set: missing key steady.tolerance");
+    const char *safety[] = {"time.safety=1.5"};
+    EXPECT_SET_ERR(safety, "--set: time.safety = 1.5", "(0, 1]");
+    const char *tb[] = {"solver.temporal_block=0"};
+    EXPECT_SET_ERR(tb, "--set: solver.temporal_block = 0", "1 to 64");
+    const char *grp[] = {"grid=5"};
+    EXPECT_SET_ERR(grp, "--set: grid = 5", "expected a group");
+    /* A --set error and a deck error: both located. */
+    const char *both[] = {"time.dt=-1"};
+    expect_err(deck(L_MATERIAL, "material = { diffusivity = 0; };", 0), both, 1, 2,
+               NEEDLES(ORIGIN ":3: material.diffusivity = 0", "--set: time.dt = -1"));
+}
+
+/* --------------------------------------------------- canonical text */
+
+static void test_canonical_round_trip(void **state)
+{
+    (void)state;
+    heat_case c;
+    assert_round_trip(deck(0), NULL, 0, ORIGIN, &c);
+    assert_round_trip(heat_default_deck, NULL, 0, HEAT_DEFAULT_DECK_NAME, &c);
+    assert_round_trip(
+        deck(L_GRID,
+             "grid = { points = [16, 12, 10]; length = [1.0, 2.0, 0.5]; origin = (-1.5, 2, 1e-3); "
+             "};",
+             L_TIME, "time = { end = 5.0; max_steps = 10000000000L; dt = 1.0e-3; safety = 0.5; };",
+             L_STEADY, "steady = { tolerance = 1.0e-6; check_every = 25; };", L_INITIAL,
+             "initial = { type = \"sine\"; modes = [1.0, 2.0, 0.0]; amplitude = 3.5; };", L_OUTPUT,
+             "output = { dir = \"runs/\\\"q\\\"\"; every = 100; checkpoint_every = 1000; "
+             "keep_checkpoints = 3; };",
+             L_SOLVER,
+             "solver = { backend = \"cpu\"; precision = \"float\"; kernel = \"sliced\"; "
+             "temporal_block = 4; };",
+             0),
+        NULL, 0, ORIGIN, &c);
+    assert_string_equal(c.output.dir, "runs/\"q\"");
+    assert_true(c.time.max_steps == INT64_C(10000000000));
+}
+
+static void test_canonical_keeps_doubles_exact(void **state)
+{
+    (void)state;
+    heat_case c;
+    assert_round_trip(
+        deck(L_GRID,
+             "grid = { points = [16, 12, 10]; length = [0.30000000000000004, 0.1, "
+             "0.7]; origin = [-0.0, 1e300, 0.7]; };",
+             L_MATERIAL, "material = { diffusivity = 1.2345678901234567e-4; };", L_TIME,
+             "time = { end = 3.3333333333333335; safety = 0.123456789012345678; };", L_INITIAL,
+             "initial = { type = \"gaussian\"; center = [0.1, 0.2, 0.3]; width = "
+             "4.9406564584124654e-324; amplitude = 1e5; base = 100.0; };",
+             L_X_LO, "  x_lo = { type = \"dirichlet\"; value = 0.1; };", 0),
+        NULL, 0, ORIGIN, &c);
+    assert_true(c.alpha == 1.2345678901234567e-4);
+    assert_true(c.grid.length[0] == 0.30000000000000004);
+    assert_true(c.grid.origin[1] == 1e300);
+    assert_true(c.time.end == 3.3333333333333335);
+    assert_true(c.time.safety == 0.123456789012345678);
+    assert_true(c.initial.width == 4.9406564584124654e-324);
+    assert_true(c.bc[HEAT_X_LO].value == 0.1);
+}
+
+static void test_canonical_round_trip_with_sets(void **state)
+{
+    (void)state;
+    heat_case c;
+    const char *sets[] = {"solver.precision=float",
+                          "solver.kernel=\"tiled\"",
+                          "grid.points=[32,24,1]",
+                          "steady.tolerance=1e-3",
+                          "time.max_steps=1e5",
+                          "material.diffusivity=2.5e-5",
+                          "time.dt=0.1",
+                          "boundary.x_hi={ type = \"dirichlet\"; value = 0.30000000000000004; }"};
+    assert_round_trip(deck(0), sets, (int)(sizeof sets / sizeof *sets), ORIGIN, &c);
+    assert_int_equal(c.solver.precision, HEAT_FLOAT);
+    assert_int_equal(c.solver.kernel, HEAT_KERNEL_TILED);
+    assert_int_equal(c.grid.n[0], 32);
+    assert_int_equal(c.grid.dims, 2);
+    assert_true(c.steady.enabled && c.steady.tolerance == 1e-3);
+    assert_int_equal(c.time.max_steps, 100000);
+    assert_true(c.alpha == 2.5e-5);
+    assert_true(c.time.has_dt && c.time.dt == 0.1);
+    assert_int_equal(c.bc[HEAT_X_HI].type, HEAT_BC_DIRICHLET);
+    assert_true(c.bc[HEAT_X_HI].value == 0.30000000000000004);
+    /* The canonical text carries the overrides: loaded with no --set, it
+     * differs from the plain deck. */
+    char *canon = NULL;
+    heat_case plain, again;
+    load_ok(deck(0), sets, (int)(sizeof sets / sizeof *sets), &again, &canon, NULL);
+    load_ok(deck(0), NULL, 0, &plain, NULL, NULL);
+    assert_int_equal(plain.solver.precision, HEAT_DOUBLE);
+    assert_has(canon, "float");
+    free(canon);
+}
+
+/* A deck without a name, from a file: the canonical text is loaded again
+ * under another origin (a checkpoint) and must give the same case, name
+ * and output directory included. */
+static void test_canonical_keeps_default_name(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("canonical_name"));
+    snprintf(path, sizeof path, "%s/slab.cfg", dir);
+    test_write_file(path, deck(L_NAME, "", 0));
+    heat_case c, again;
+    heat_error err;
+    char *canon = NULL;
+    memset(&c, 0, sizeof c);
+    if (heat_deck_load(path, NULL, 0, &c, &canon, NULL, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    derive_ok(&c);
+    assert_string_equal(c.name, "slab");
+    memset(&again, 0, sizeof again);
+    if (heat_deck_load_string(canon, "checkpoint", NULL, 0, &again, NULL, NULL, &err) != HEAT_OK)
+        fail_msg("%s\n%s", err.msg, canon);
+    derive_ok(&again);
+    assert_case_equal(&c, &again);
+    free(canon);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_base_deck_fields),
+        cmocka_unit_test(test_full_deck_fields),
+        cmocka_unit_test(test_initial_types_parsed),
+        cmocka_unit_test(test_default_deck_loads_and_derives),
+        cmocka_unit_test(test_default_name_from_file),
+        cmocka_unit_test(test_bad_name),
+        cmocka_unit_test(test_missing_sections),
+        cmocka_unit_test(test_missing_boundary_section),
+        cmocka_unit_test(test_missing_required_keys),
+        cmocka_unit_test(test_missing_boundary_faces),
+        cmocka_unit_test(test_grid_points),
+        cmocka_unit_test(test_grid_points_types),
+        cmocka_unit_test(test_grid_2d),
+        cmocka_unit_test(test_grid_length_and_origin),
+        cmocka_unit_test(test_material_ranges),
+        cmocka_unit_test(test_time_ranges),
+        cmocka_unit_test(test_time_accepted),
+        cmocka_unit_test(test_steady_ranges),
+        cmocka_unit_test(test_output_ranges),
+        cmocka_unit_test(test_solver_enums),
+        cmocka_unit_test(test_temporal_block),
+        cmocka_unit_test(test_initial_type_and_keys),
+        cmocka_unit_test(test_initial_file),
+        cmocka_unit_test(test_boundary_types),
+        cmocka_unit_test(test_periodic_pairs),
+        cmocka_unit_test(test_2d_z_faces),
+        cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_several_errors_together),
+        cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_file_errors_name_file_and_line),
+        cmocka_unit_test(test_set_values),
+        cmocka_unit_test(test_set_syntax_errors),
+        cmocka_unit_test(test_set_validation_errors),
+        cmocka_unit_test(test_canonical_round_trip),
+        cmocka_unit_test(test_canonical_keeps_doubles_exact),
+        cmocka_unit_test(test_canonical_round_trip_with_sets),
+        cmocka_unit_test(test_canonical_keeps_default_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
