@@ -5,7 +5,8 @@
  * single stencil sweep must at least move), then the backend's sweep on
  * random data (never zeros) with all-Dirichlet faces. Warm-up first, then the
  * median of `runs` timed runs of `steps` steps each, timed on the wall clock
- * around complete calls (the CPU backend is synchronous).
+ * around complete calls (the CPU backend is synchronous). Copy and sweep runs
+ * alternate, so that a busy neighbour on a shared machine slows both alike.
  * GLUP/s counts point updates per step; effective GB/s counts one read and one
  * write per point, 2 * sizeof(value) bytes per update.
  */
@@ -41,7 +42,7 @@ static const char usage_bench[] =
     "\n"
     "options:\n"
     "  --size NXxNYxNZ   grid size, repeatable (NZ = 1 for 2D); default 256x256x256 and\n"
-    "                    2048x2048x1\n"
+    "                    4096x4096x1 (larger than the caches)\n"
     "  --precision P     float, double or both (default both)\n"
     "  --runs N          timed runs per row, the median is reported (default 20, >= 3)\n"
     "  --steps N         steps per timed run (default: about 0.05 s of work, >= 1)\n"
@@ -70,33 +71,26 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Median seconds of a parallel copy of `bytes` bytes, static chunks per thread
- * as the sweep uses. */
-static double time_copy(void *dst, const void *src, size_t bytes, int runs)
+/* Seconds for one parallel copy of `bytes` bytes, in static chunks per thread
+ * as the sweep divides its rows. */
+static double time_copy(void *dst, const void *src, size_t bytes)
 {
-    double *t = malloc(sizeof *t * (size_t)runs);
-    for (int r = -2; r < runs; r++) {
-        double t0 = heat_wall_seconds();
+    double t0 = heat_wall_seconds();
 #pragma omp parallel
-        {
-            int nt = 1, id = 0;
+    {
+        int nt = 1, id = 0;
 #ifdef _OPENMP
-            nt = omp_get_num_threads();
-            id = omp_get_thread_num();
+        nt = omp_get_num_threads();
+        id = omp_get_thread_num();
 #endif
-            size_t chunk = (bytes / (size_t)nt + 63) / 64 * 64;
-            size_t lo = (size_t)id * chunk;
-            if (lo < bytes) {
-                size_t len = lo + chunk > bytes ? bytes - lo : chunk;
-                memcpy((char *)dst + lo, (const char *)src + lo, len);
-            }
+        size_t chunk = (bytes / (size_t)nt + 63) / 64 * 64;
+        size_t lo = (size_t)id * chunk;
+        if (lo < bytes) {
+            size_t len = lo + chunk > bytes ? bytes - lo : chunk;
+            memcpy((char *)dst + lo, (const char *)src + lo, len);
         }
-        double dt = heat_wall_seconds() - t0;
-        if (r >= 0) t[r] = dt;
     }
-    double m = median(t, runs);
-    free(t);
-    return m;
+    return heat_wall_seconds() - t0;
 }
 
 static int parse_size(const char *s, int64_t n[3])
@@ -152,8 +146,6 @@ static int bench_one(const int64_t n[3], const char *precision, int runs, int st
             ((double *)a)[i] = x;
     }
     memcpy(b, a, bytes);
-    const double copy_s = time_copy(b, a, bytes, runs);
-    row->copy_gbps = 2.0 * (double)bytes / copy_s / 1e9;
 
     if ((rc = heat_backend_create(&c, NULL, &be, err))) goto out;
     if ((rc = heat_backend_upload(be, a, err))) goto out;
@@ -162,8 +154,12 @@ static int bench_one(const int64_t n[3], const char *precision, int runs, int st
     if ((rc = heat_backend_advance(be, 2, NULL, err))) goto out;
     double per_step = (heat_wall_seconds() - t0) / 2;
     int steps = steps_opt > 0 ? steps_opt : (int)fmax(1.0, fmin(1000.0, 0.05 / per_step));
-    double *t = malloc(sizeof *t * (size_t)runs);
+    /* Copy and sweep alternate, so that both sample the same state of a
+     * machine that may be shared. */
+    double *t = malloc(sizeof *t * (size_t)runs), *tc = malloc(sizeof *tc * (size_t)runs);
+    time_copy(b, a, bytes); /* warm-up */
     for (int r = 0; r < runs && !rc; r++) {
+        tc[r] = time_copy(b, a, bytes);
         t0 = heat_wall_seconds();
         rc = heat_backend_advance(be, steps, NULL, err);
         t[r] = heat_wall_seconds() - t0;
@@ -179,9 +175,11 @@ static int bench_one(const int64_t n[3], const char *precision, int runs, int st
         row->ms_per_step = 1e3 * s;
         row->glups = (double)c.d.points / s / 1e9;
         row->gbps = row->glups * 2.0 * (double)vs;
+        row->copy_gbps = 2.0 * (double)bytes / median(tc, runs) / 1e9;
         row->percent = 100.0 * row->gbps / row->copy_gbps;
     }
     free(t);
+    free(tc);
 out:
     heat_backend_destroy(be);
     free(a);
@@ -256,7 +254,7 @@ int heat_bench_main(int argc, char **argv)
         }
     }
     if (nsizes == 0) {
-        int64_t def[2][3] = {{256, 256, 256}, {2048, 2048, 1}};
+        int64_t def[2][3] = {{256, 256, 256}, {4096, 4096, 1}};
         memcpy(sizes, def, sizeof def);
         nsizes = 2;
     }
