@@ -31,27 +31,6 @@ static const char common_deck[] = "grid = { points = [9, 9, 9]; length = [1.0, 1
                                   "time = { max_steps = 1; };\n"
                                   "solver = { backend = \"cpu\"; };\n";
 
-#define MAX_SETS 16
-
-/* --set overrides, formatted into owned buffers. */
-typedef struct setlist {
-    char buf[MAX_SETS][256];
-    const char *ptr[MAX_SETS];
-    int n;
-} setlist;
-
-static void sets_add(setlist *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sets_add(setlist *s, const char *fmt, ...)
-{
-    assert_true(s->n < MAX_SETS);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->buf[s->n], sizeof s->buf[s->n], fmt, ap);
-    va_end(ap);
-    s->ptr[s->n] = s->buf[s->n];
-    s->n++;
-}
-
 static const char *prec_name(heat_precision p)
 {
     return p == HEAT_FLOAT ? "float" : "double";
@@ -59,7 +38,7 @@ static const char *prec_name(heat_precision p)
 
 /* Loads common_deck with the given boundary and initial group bodies and the
  * overrides, and derives it. */
-static void load_case(heat_case *c, const char *boundary, const char *initial, const setlist *s)
+static void load_case(heat_case *c, const char *boundary, const char *initial, const test_sets *s)
 {
     char deck[8192];
     snprintf(deck, sizeof deck, "%sinitial = { %s };\nboundary = { %s };\n", common_deck, initial,
@@ -346,10 +325,10 @@ static void test_steady_linear_profile(void **state)
              a, b);
     for (int dims = 2; dims <= 3; dims++)
         for (int p = 0; p < 2; p++) {
-            setlist s = {0};
-            sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
-            sets_add(&s, "grid.points=[17, 5, %d]", dims == 3 ? 5 : 1);
-            sets_add(&s, "grid.length=[1.0, 0.3, 0.2]");
+            test_sets s = {0};
+            test_sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
+            test_sets_add(&s, "grid.points=[17, 5, %d]", dims == 3 ? 5 : 1);
+            test_sets_add(&s, "grid.length=[1.0, 0.3, 0.2]");
             heat_case c;
             load_case(&c, bc, "type = \"constant\"; value = 0.25;", &s);
             void *f = field_alloc(&c);
@@ -416,12 +395,12 @@ static void test_steady_linear_profile(void **state)
 static double sine_error(heat_precision prec, int dims, int64_t n, double T, int64_t steps)
 {
     const double amplitude = 2.0, k[3] = {1.0, 1.0, dims == 3 ? 1.0 : 0.0};
-    setlist s = {0};
-    sets_add(&s, "solver.precision=%s", prec_name(prec));
-    sets_add(&s, "grid.points=[%lld, %lld, %lld]", (long long)n, (long long)n,
-             dims == 3 ? (long long)n : 1LL);
-    sets_add(&s, "time.end=%.17e", T);
-    sets_add(&s, "time.dt=%.17e", T / (double)steps);
+    test_sets s = {0};
+    test_sets_add(&s, "solver.precision=%s", prec_name(prec));
+    test_sets_add(&s, "grid.points=[%lld, %lld, %lld]", (long long)n, (long long)n,
+                  dims == 3 ? (long long)n : 1LL);
+    test_sets_add(&s, "time.end=%.17e", T);
+    test_sets_add(&s, "time.dt=%.17e", T / (double)steps);
     char init[256];
     snprintf(init, sizeof init, "type = \"sine\"; amplitude = %.17e; modes = [%.1f, %.1f, %.1f];",
              amplitude, k[0], k[1], k[2]);
@@ -521,10 +500,10 @@ static void check_conservation(const char *bc, int trapezoid)
 {
     for (int dims = 2; dims <= 3; dims++)
         for (int p = 0; p < 2; p++) {
-            setlist s = {0};
-            sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
-            sets_add(&s, dims == 3 ? "grid.points=[17, 9, 5]" : "grid.points=[33, 17, 1]");
-            sets_add(&s, "grid.length=[1.0, 0.7, 0.45]");
+            test_sets s = {0};
+            test_sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
+            test_sets_add(&s, dims == 3 ? "grid.points=[17, 9, 5]" : "grid.points=[33, 17, 1]");
+            test_sets_add(&s, "grid.length=[1.0, 0.7, 0.45]");
             heat_case c;
             load_case(&c, bc, init_zero, &s);
             void *f0 = field_alloc(&c), *f = field_alloc(&c);
@@ -579,11 +558,11 @@ static void test_insulated_conserves_trapezoid_sum(void **state)
 
 /* ---- 5. residual, NaN, Dirichlet nodes, mixed faces -------------------- */
 
-static void mixed_sets(setlist *s, heat_precision prec, int dims)
+static void mixed_sets(test_sets *s, heat_precision prec, int dims)
 {
-    sets_add(s, "solver.precision=%s", prec_name(prec));
-    sets_add(s, dims == 3 ? "grid.points=[17, 9, 5]" : "grid.points=[33, 17, 1]");
-    sets_add(s, "grid.length=[1.0, 0.6, 0.3]");
+    test_sets_add(s, "solver.precision=%s", prec_name(prec));
+    test_sets_add(s, dims == 3 ? "grid.points=[17, 9, 5]" : "grid.points=[33, 17, 1]");
+    test_sets_add(s, "grid.length=[1.0, 0.6, 0.3]");
 }
 
 static void test_residual_is_max_du_over_dt(void **state)
@@ -591,7 +570,7 @@ static void test_residual_is_max_du_over_dt(void **state)
     (void)state;
     for (int dims = 2; dims <= 3; dims++)
         for (int p = 0; p < 2; p++) {
-            setlist s = {0};
+            test_sets s = {0};
             mixed_sets(&s, precisions[p], dims);
             heat_case c;
             load_case(&c, bc_mixed, init_zero, &s);
@@ -631,7 +610,7 @@ static void test_nan_makes_residual_non_finite(void **state)
     (void)state;
     for (int dims = 2; dims <= 3; dims++)
         for (int p = 0; p < 2; p++) {
-            setlist s = {0};
+            test_sets s = {0};
             mixed_sets(&s, precisions[p], dims);
             heat_case c;
             load_case(&c, bc_mixed_z_periodic, init_zero, &s);
@@ -671,7 +650,7 @@ static void test_dirichlet_nodes_hold(void **state)
     for (size_t bi = 0; bi < sizeof bcs / sizeof bcs[0]; bi++)
         for (int dims = 2; dims <= 3; dims++)
             for (int p = 0; p < 2; p++) {
-                setlist s = {0};
+                test_sets s = {0};
                 mixed_sets(&s, precisions[p], dims);
                 heat_case c;
                 load_case(&c, bcs[bi], init_zero, &s);
@@ -735,12 +714,12 @@ static void test_mixed_faces_match_reference(void **state)
     for (size_t ci = 0; ci < sizeof configs / sizeof configs[0]; ci++)
         for (int p = 0; p < 2; p++) {
             const mixed_config *mc = &configs[ci];
-            setlist s = {0};
-            sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
-            sets_add(&s, "grid.points=[%lld, %lld, %lld]", (long long)mc->n[0], (long long)mc->n[1],
-                     (long long)mc->n[2]);
-            sets_add(&s, "grid.length=%s", mc->length);
-            sets_add(&s, "time.max_steps=%lld", (long long)steps);
+            test_sets s = {0};
+            test_sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
+            test_sets_add(&s, "grid.points=[%lld, %lld, %lld]", (long long)mc->n[0],
+                          (long long)mc->n[1], (long long)mc->n[2]);
+            test_sets_add(&s, "grid.length=%s", mc->length);
+            test_sets_add(&s, "time.max_steps=%lld", (long long)steps);
             heat_case c;
             load_case(&c, mc->bc, init_zero, &s);
             ref_case rc;

@@ -35,26 +35,6 @@ static const char base_deck[] =
     "};\n"
     "solver = { backend = \"cpu\"; };\n";
 
-#define MAX_SETS 16
-
-typedef struct setlist {
-    char buf[MAX_SETS][4200];
-    const char *ptr[MAX_SETS];
-    int n;
-} setlist;
-
-static void sets_add(setlist *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sets_add(setlist *s, const char *fmt, ...)
-{
-    assert_true(s->n < MAX_SETS);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->buf[s->n], sizeof s->buf[s->n], fmt, ap);
-    va_end(ap);
-    s->ptr[s->n] = s->buf[s->n];
-    s->n++;
-}
-
 /* One run's inputs: the case, its canonical text and its output directory. */
 typedef struct run_case {
     heat_case c;
@@ -65,13 +45,13 @@ typedef struct run_case {
 /* Loads `deck` with output.dir set to a fresh scratch directory `name`, the
  * precision and dimensions asked for, and the overrides in `s`; derives it. */
 static void load_run(run_case *r, const char *deck, const char *name, int dims, heat_precision prec,
-                     setlist *s)
+                     test_sets *s)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->dir, sizeof r->dir, "%s", test_scratch_dir(name));
-    sets_add(s, "output.dir=\"%s\"", r->dir);
-    sets_add(s, "solver.precision=%s", prec == HEAT_FLOAT ? "float" : "double");
-    if (dims == 2) sets_add(s, "grid.points=[17, 13, 1]");
+    test_sets_add(s, "output.dir=\"%s\"", r->dir);
+    test_sets_add(s, "solver.precision=%s", prec == HEAT_FLOAT ? "float" : "double");
+    if (dims == 2) test_sets_add(s, "grid.points=[17, 13, 1]");
     heat_error err;
     heat_error_clear(&err);
     int rc = heat_deck_load_string(deck, name, s->ptr, s->n, &r->c, &r->text, NULL, &err);
@@ -173,12 +153,12 @@ static void test_stops_exactly_at_end(void **state)
     (void)state;
     for (int dims = 2; dims <= 3; dims++)
         for (int p = 0; p < 2; p++) {
-            setlist s = {0};
+            test_sets s = {0};
             /* 0.0123 is no multiple of the default dt, and check_every 7 is
              * no divisor of the step count: the last chunk is a short one. */
-            sets_add(&s, "time.end=0.0123");
-            sets_add(&s, "steady.check_every=7");
-            sets_add(&s, "steady.tolerance=1e-300");
+            test_sets_add(&s, "time.end=0.0123");
+            test_sets_add(&s, "steady.check_every=7");
+            test_sets_add(&s, "steady.tolerance=1e-300");
             run_case r;
             load_run(&r, base_deck, "end", dims, precisions[p], &s);
             assert_true(r.c.d.end_step > 7 && r.c.d.end_step % 7 != 0);
@@ -204,10 +184,10 @@ static void test_stops_at_max_steps(void **state)
 {
     (void)state;
     for (int dims = 2; dims <= 3; dims++) {
-        setlist s = {0};
-        sets_add(&s, "time.max_steps=37");
-        sets_add(&s, "steady.check_every=10");
-        sets_add(&s, "steady.tolerance=1e-300");
+        test_sets s = {0};
+        test_sets_add(&s, "time.max_steps=37");
+        test_sets_add(&s, "steady.check_every=10");
+        test_sets_add(&s, "steady.tolerance=1e-300");
         run_case r;
         load_run(&r, base_deck, "max_steps", dims, HEAT_DOUBLE, &s);
         assert_int_equal(r.c.d.end_step, -1);
@@ -226,9 +206,9 @@ static void test_max_steps_before_end_wins(void **state)
 {
     (void)state;
     {
-        setlist s = {0};
-        sets_add(&s, "time.end=1.0");
-        sets_add(&s, "time.max_steps=25");
+        test_sets s = {0};
+        test_sets_add(&s, "time.end=1.0");
+        test_sets_add(&s, "time.max_steps=25");
         run_case r;
         load_run(&r, base_deck, "max_first", 3, HEAT_DOUBLE, &s);
         assert_true(r.c.d.end_step > 25);
@@ -242,9 +222,9 @@ static void test_max_steps_before_end_wins(void **state)
     }
     {
         /* And the other way round: the end comes first. */
-        setlist s = {0};
-        sets_add(&s, "time.end=0.001");
-        sets_add(&s, "time.max_steps=100000");
+        test_sets s = {0};
+        test_sets_add(&s, "time.end=0.001");
+        test_sets_add(&s, "time.max_steps=100000");
         run_case r;
         load_run(&r, base_deck, "end_first", 3, HEAT_DOUBLE, &s);
         assert_true(r.c.d.end_step < 100000);
@@ -264,10 +244,10 @@ static void test_stops_at_steady_state(void **state)
         for (int p = 0; p < 2; p++) {
             const int64_t every = 7;
             const double tol = 1e-3;
-            setlist s = {0};
-            sets_add(&s, "steady.tolerance=%.17e", tol);
-            sets_add(&s, "steady.check_every=%lld", (long long)every);
-            sets_add(&s, "time.max_steps=1000000");
+            test_sets s = {0};
+            test_sets_add(&s, "steady.tolerance=%.17e", tol);
+            test_sets_add(&s, "steady.check_every=%lld", (long long)every);
+            test_sets_add(&s, "time.max_steps=1000000");
             run_case r;
             load_run(&r, base_deck, "steady", dims, precisions[p], &s);
 
@@ -312,14 +292,14 @@ static void test_run_matches_backend_bit_for_bit(void **state)
     for (int dims = 2; dims <= 3; dims++)
         for (int p = 0; p < 2; p++) {
             const int64_t n = 53;
-            setlist s = {0};
-            sets_add(&s, "time.max_steps=%lld", (long long)n);
+            test_sets s = {0};
+            test_sets_add(&s, "time.max_steps=%lld", (long long)n);
             /* Checks (the residual-computing sweep) at some steps only, and
              * snapshots at others, so that the run is cut into chunks of
              * several lengths. */
-            sets_add(&s, "steady.check_every=5");
-            sets_add(&s, "steady.tolerance=1e-300");
-            sets_add(&s, "output.every=11");
+            test_sets_add(&s, "steady.check_every=5");
+            test_sets_add(&s, "steady.tolerance=1e-300");
+            test_sets_add(&s, "output.every=11");
             run_case r;
             load_run(&r, base_deck, "bits", dims, precisions[p], &s);
             void *f = malloc(field_bytes(&r.c));
@@ -361,10 +341,10 @@ static void test_blow_up_is_runtime_error(void **state)
                  "};\n"
                  "solver = { backend = \"cpu\"; };\n",
                  big, -big);
-        setlist s = {0};
-        sets_add(&s, "time.max_steps=50");
-        sets_add(&s, "steady.check_every=5");
-        sets_add(&s, "steady.tolerance=1e-300");
+        test_sets s = {0};
+        test_sets_add(&s, "time.max_steps=50");
+        test_sets_add(&s, "steady.check_every=5");
+        test_sets_add(&s, "steady.tolerance=1e-300");
         run_case r;
         load_run(&r, deck, "blowup", 3, precisions[p], &s);
         heat_run_result res;
@@ -406,8 +386,8 @@ static char *read_text(const char *path)
 static void test_occupied_output_dir_refused(void **state)
 {
     (void)state;
-    setlist s = {0};
-    sets_add(&s, "time.max_steps=10");
+    test_sets s = {0};
+    test_sets_add(&s, "time.max_steps=10");
     run_case r;
     load_run(&r, base_deck, "occupied", 3, HEAT_DOUBLE, &s);
     char path[4200];
@@ -498,10 +478,10 @@ static void test_history_rows_at_check_steps(void **state)
 {
     (void)state;
     {
-        setlist s = {0};
-        sets_add(&s, "time.max_steps=23");
-        sets_add(&s, "steady.check_every=5");
-        sets_add(&s, "steady.tolerance=1e-300");
+        test_sets s = {0};
+        test_sets_add(&s, "time.max_steps=23");
+        test_sets_add(&s, "steady.check_every=5");
+        test_sets_add(&s, "steady.tolerance=1e-300");
         run_case r;
         load_run(&r, base_deck, "history", 3, HEAT_DOUBLE, &s);
         heat_run_result res;
@@ -512,10 +492,10 @@ static void test_history_rows_at_check_steps(void **state)
     }
     {
         /* Ending on time.end: the last row is at end_step, at time end. */
-        setlist s = {0};
-        sets_add(&s, "time.end=0.03");
-        sets_add(&s, "steady.check_every=4");
-        sets_add(&s, "steady.tolerance=1e-300");
+        test_sets s = {0};
+        test_sets_add(&s, "time.end=0.03");
+        test_sets_add(&s, "steady.check_every=4");
+        test_sets_add(&s, "steady.tolerance=1e-300");
         run_case r;
         load_run(&r, base_deck, "history_end", 2, HEAT_FLOAT, &s);
         heat_run_result res;

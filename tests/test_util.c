@@ -120,3 +120,14 @@ double test_uniform(uint64_t *state, double lo, double hi)
     z ^= z >> 31;
     return lo + (hi - lo) * (double)(z >> 11) * 0x1.0p-53;
 }
+
+void test_sets_add(test_sets *s, const char *fmt, ...)
+{
+    assert_true(s->n < TEST_MAX_SETS);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->buf[s->n], sizeof s->buf[s->n], fmt, ap);
+    va_end(ap);
+    s->ptr[s->n] = s->buf[s->n];
+    s->n++;
+}

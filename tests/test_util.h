@@ -25,6 +25,17 @@ void test_write_file(const char *path, const char *text);
 /* Whether path exists. */
 int test_exists(const char *path);
 
+/* --set overrides for heat_deck_load, formatted into owned buffers. */
+#define TEST_MAX_SETS 16
+typedef struct test_sets {
+    char buf[TEST_MAX_SETS][4200];
+    const char *ptr[TEST_MAX_SETS];
+    int n;
+} test_sets;
+
+/* Appends a printf-formatted "key=value"; asserts there is room. */
+void test_sets_add(test_sets *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Deterministic uniform random numbers in [lo, hi) from a 64-bit state. */
 double test_uniform(uint64_t *state, double lo, double hi);
 
