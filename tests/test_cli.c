@@ -1045,6 +1045,64 @@ static void test_sigterm_exits_143(void **state)
     run_and_signal("sigterm", SIGTERM, "SIGTERM");
 }
 
+/* heat bench: a row per size and precision, the same in the JSON file, with
+ * numbers that are measurements (positive, and GB/s = GLUP/s * 2 * bytes). */
+static void test_bench(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "bench");
+    result r;
+    heat(&r, dir, "bench", "--help", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "--size");
+    EXPECT_OUT(&r, "median");
+    result_free(&r);
+
+    heat(&r, dir, "bench", "--size", "20x12x7", "--size", "24x16x1", "--runs", "3", "--steps", "2",
+         "--json", "b.json", NULL);
+    expect_rc(&r, 0);
+    int rows = 0;
+    for (const char *line = r.out; line; line = strchr(line, '\n')) {
+        if (*line == '\n') line++;
+        char size[64], prec[16];
+        double ms, glups, gbps, copy, pct;
+        if (sscanf(line, "cpu openmp %63s %15s %lf %lf %lf %lf %lf%%", size, prec, &ms, &glups,
+                   &gbps, &copy, &pct) != 7)
+            continue;
+        rows++;
+        assert_true(ms > 0 && glups > 0 && copy > 0 && pct > 0);
+        double bytes = strcmp(prec, "float") == 0 ? 4 : 8;
+        /* printed to 3 and 2 decimals: agree to rounding */
+        assert_true(fabs(gbps - glups * 2 * bytes) <= 0.01 + 1e-3 * gbps);
+        assert_true(strcmp(size, "20x12x7") == 0 || strcmp(size, "24x16x1") == 0);
+    }
+    assert_int_equal(rows, 4);
+    result_free(&r);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/b.json", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[8192];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    int json_rows = 0;
+    for (const char *p = buf; (p = strstr(p, "\"glups\": ")); p++) json_rows++;
+    assert_int_equal(json_rows, 4);
+    assert_non_null(strstr(buf, "\"peak_gbps\""));
+    assert_non_null(strstr(buf, "\"efficiency\""));
+
+    heat(&r, dir, "bench", "--size", "2x2x2", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--size 2x2x2");
+    result_free(&r);
+    heat(&r, dir, "bench", "--runs", "1", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--runs 1");
+    result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1052,6 +1110,7 @@ int main(void)
         cmocka_unit_test(test_help_run),
         cmocka_unit_test(test_help_check),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_bench),
         cmocka_unit_test(test_no_arguments),
         cmocka_unit_test(test_unknown_command_and_options),
         cmocka_unit_test(test_check_prints_derived_numbers),

@@ -15,7 +15,7 @@
 
 /* Tiles of the sweep: about this many bytes of input rows per tile (a share
  * of a core's L2 cache), and at most this many planes deep. */
-#define CPU_TILE_BYTES (256 * 1024)
+#define CPU_TILE_BYTES  (256 * 1024)
 #define CPU_TILE_PLANES 64
 
 #define T   float
