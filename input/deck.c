@@ -291,18 +291,10 @@ static void check_keys(vctx *v, const config_setting_t *group, const char *const
     }
 }
 
-/* The getters return 1 when the key is there with a fitting type (and set
- * *out), 0 when it is absent (reported when `required`), -1 when it has the
- * wrong type (reported). */
-
-static int get_number(vctx *v, const config_setting_t *g, const char *key, int required,
-                      double *out)
+/* A number setting (int, int64 or float) as a finite double: 1, or -1 with
+ * the problem reported. */
+static int number_of(vctx *v, const config_setting_t *s, double *out)
 {
-    const config_setting_t *s = config_setting_get_member(g, key);
-    if (!s) {
-        if (required) missing(v, g, key, "a number");
-        return 0;
-    }
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_INT:
         *out = config_setting_get_int(s);
@@ -322,6 +314,21 @@ static int get_number(vctx *v, const config_setting_t *g, const char *key, int r
         return -1;
     }
     return 1;
+}
+
+/* The getters return 1 when the key is there with a fitting type (and set
+ * *out), 0 when it is absent (reported when `required`), -1 when it has the
+ * wrong type (reported). */
+
+static int get_number(vctx *v, const config_setting_t *g, const char *key, int required,
+                      double *out)
+{
+    const config_setting_t *s = config_setting_get_member(g, key);
+    if (!s) {
+        if (required) missing(v, g, key, "a number");
+        return 0;
+    }
+    return number_of(v, s, out);
 }
 
 static int as_int64(const config_setting_t *s, int64_t *out)
@@ -417,19 +424,7 @@ static int get_triple(vctx *v, const config_setting_t *g, const char *key, int r
         return -1;
     }
     for (unsigned i = 0; i < 3; i++) {
-        const config_setting_t *e = config_setting_get_elem(s, i);
-        if (!config_setting_is_number(e)) {
-            bad(v, e, "expected a number, found %s", type_text(e));
-            return -1;
-        }
-        out[i] = config_setting_get_float(e);
-        if (config_setting_type(e) == CONFIG_TYPE_INT) out[i] = config_setting_get_int(e);
-        if (config_setting_type(e) == CONFIG_TYPE_INT64)
-            out[i] = (double)config_setting_get_int64(e);
-        if (!isfinite(out[i])) {
-            bad(v, e, "expected a finite number");
-            return -1;
-        }
+        if (number_of(v, config_setting_get_elem(s, i), &out[i]) != 1) return -1;
     }
     return 1;
 }
