@@ -3,8 +3,7 @@
 #include "backend_impl.h"
 
 #ifdef HEAT_HAVE_CUDA
-int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error *err);
-int heat_cuda_usable(char *why, size_t n);
+#include "cuda_backend.h"
 #endif
 
 int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)

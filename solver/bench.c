@@ -1,12 +1,16 @@
-/* heat bench for the CPU backend.
+/* heat bench: the sweep of each backend and kernel against a copy.
  *
- * Method: for each size and precision, first a parallel copy of one field
- * into another of the same size (one read and one write per point: what a
- * single stencil sweep must at least move), then the backend's sweep on
- * random data (never zeros) with all-Dirichlet faces. Warm-up first, then the
- * median of `runs` timed runs of `steps` steps each, timed on the wall clock
- * around complete calls (the CPU backend is synchronous). Copy and sweep runs
- * alternate, so that a busy neighbour on a shared machine slows both alike.
+ * Method: for each size and precision, a copy of one field into another of
+ * the same size (one read and one write per point: what a single stencil
+ * sweep must at least move), then the sweep on random data (never zeros) with
+ * all-Dirichlet faces. Warm-up first, then the median of `runs` timed runs of
+ * `steps` steps each. Copy and sweep runs alternate, so that a busy neighbour
+ * on a shared machine slows both alike. On the CPU both are timed on the wall
+ * clock around complete calls (the CPU backend is synchronous) and the copy is
+ * a parallel memcpy; on the GPU both are timed with CUDA events and the copy
+ * is cudaMemcpyAsync device to device. Before a GPU kernel is timed, one step
+ * of it is compared with one step of the CPU backend on the same random field,
+ * so that a fast wrong kernel cannot win a row.
  * GLUP/s counts point updates per step; effective GB/s counts one read and one
  * write per point, 2 * sizeof(value) bytes per update.
  */
@@ -24,39 +28,53 @@
 #endif
 
 #include "backend.h"
+#include "backend_impl.h"
 #include "deck.h"
+#ifdef HEAT_HAVE_CUDA
+#include "cuda_backend.h"
+#endif
 #include "progress.h"
 #include "stability.h"
 
 #define MAX_SIZES 16
 
 static const char usage_bench[] =
-    "usage: heat bench [--size NXxNYxNZ]... [--precision float|double|both] [--runs N]\n"
-    "                  [--steps N] [--json FILE]\n"
+    "usage: heat bench [--backend cpu|cuda|all] [--kernel NAME|all] [--size NXxNYxNZ]...\n"
+    "                  [--precision float|double|both] [--runs N] [--steps N] [--json FILE]\n"
     "\n"
     "Times the stencil sweep on random data against a copy of the same size (the\n"
     "memory-bandwidth ceiling of a sweep that reads and writes each point once).\n"
     "For each size and precision it prints: backend, kernel, size, precision, ms per\n"
     "step, GLUP/s (1e9 point updates per second), effective GB/s (one read and one\n"
-    "write per point), and the percentage of the copy bandwidth.\n"
+    "write per point), the copy's GB/s measured in the same run, the percentage of it\n"
+    "the sweep reaches, and the check of the kernel against the CPU backend (\"exact\"\n"
+    "when bit-identical after one step; a row fails if it is off by more than 1e-5\n"
+    "relative in float or 1e-12 in double).\n"
     "\n"
     "options:\n"
-    "  --size NXxNYxNZ   grid size, repeatable (NZ = 1 for 2D); default 256x256x256 and\n"
-    "                    4096x4096x1 (larger than the caches)\n"
+    "  --backend B       cpu, cuda or all (default: cuda where a GPU is usable, else cpu)\n"
+    "  --kernel K        the GPU kernel: naive, tiled, sliced, register_tiled, or all\n"
+    "                    (default all; the CPU backend has one kernel, openmp)\n"
+    "  --size NXxNYxNZ   grid size, repeatable (NZ = 1 for 2D); default on the CPU\n"
+    "                    256x256x256 and 4096x4096x1, on the GPU 512x512x512 and\n"
+    "                    8192x8192x1 (all larger than the caches)\n"
     "  --precision P     float, double or both (default both)\n"
     "  --runs N          timed runs per row, the median is reported (default 20, >= 3)\n"
-    "  --steps N         steps per timed run (default: about 0.05 s of work, >= 1)\n"
+    "  --steps N         steps per timed run (default: about 0.05 s of work on the CPU,\n"
+    "                    0.02 s on the GPU; >= 1)\n"
     "  --json FILE       also write the table as JSON (with the machine and the ceiling)\n"
     "  --help            this text\n"
     "\n"
-    "Backends built in: see heat --version. This build times the CPU backend (OpenMP;\n"
-    "set OMP_NUM_THREADS to choose the thread count).\n";
+    "Backends built in: see heat --version. The CPU backend uses OpenMP (set\n"
+    "OMP_NUM_THREADS to choose the thread count). The exit status is 1 if a kernel\n"
+    "fails its check.\n";
 
 typedef struct bench_row {
     char backend[64], kernel[32], precision[8];
     int64_t n[3];
     int steps, runs;
     double ms_per_step, glups, gbps, copy_gbps, percent;
+    char check[32]; /* "exact", a relative difference, or "-" (the reference itself) */
 } bench_row;
 
 static int cmp_double(const void *a, const void *b)
@@ -103,10 +121,78 @@ static int parse_size(const char *s, int64_t n[3])
     return 0;
 }
 
-/* One row: the backend's sweep at this size and precision. */
-static int bench_one(const int64_t n[3], const char *precision, int runs, int steps_opt,
-                     bench_row *row, heat_error *err)
+/* Random data, never zeros: values in [0, 1). */
+static void fill_random(void *a, int64_t n, size_t vs, uint64_t seed)
 {
+    uint64_t state = seed;
+    for (int64_t i = 0; i < n; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        double x = (double)(state >> 11) * 0x1.0p-53;
+        if (vs == sizeof(float))
+            ((float *)a)[i] = (float)x;
+        else
+            ((double *)a)[i] = x;
+    }
+}
+
+/* One step of `be` against one step of the CPU backend from the same field:
+ * "exact" when bit-identical, else the largest relative difference. Returns
+ * HEAT_ERUNTIME when the difference is beyond the precision's tolerance. */
+static int check_against_cpu(const heat_case *c, heat_backend *be, const void *field,
+                             bench_row *row, heat_error *err)
+{
+    const size_t vs = heat_case_value_size(c), bytes = (size_t)c->d.points * vs;
+    heat_case rc_case = *c;
+    rc_case.solver.backend = HEAT_BACKEND_CPU;
+    heat_backend *ref = NULL;
+    void *want = malloc(bytes), *got = malloc(bytes);
+    double r1 = 0, r2 = 0;
+    int rc =
+        !want || !got ? heat_error_set(err, HEAT_ERUNTIME, "cannot allocate the check") : HEAT_OK;
+    if (!rc) rc = heat_backend_create(&rc_case, NULL, &ref, err);
+    if (!rc) rc = heat_backend_upload(ref, field, err);
+    if (!rc) rc = heat_backend_advance(ref, 1, &r1, err);
+    if (!rc) rc = heat_backend_download(ref, want, err);
+    if (!rc) rc = heat_backend_upload(be, field, err);
+    if (!rc) rc = heat_backend_advance(be, 1, &r2, err);
+    if (!rc) rc = heat_backend_download(be, got, err);
+    if (!rc) {
+        double worst = 0;
+        int64_t where = -1;
+        if (memcmp(want, got, bytes) != 0 || memcmp(&r1, &r2, sizeof r1) != 0) {
+            for (int64_t i = 0; i < c->d.points; i++) {
+                double x = vs == 4 ? ((float *)want)[i] : ((double *)want)[i];
+                double y = vs == 4 ? ((float *)got)[i] : ((double *)got)[i];
+                double d = fabs(x - y) / fmax(fabs(x), 1e-30);
+                if (!(d <= worst)) worst = d, where = i;
+            }
+            double dr = fabs(r1 - r2) / fmax(fabs(r1), 1e-30);
+            if (!(dr <= worst)) worst = dr;
+        }
+        const double tol = vs == 4 ? 1e-5 : 1e-12;
+        if (where < 0 && worst == 0)
+            snprintf(row->check, sizeof row->check, "exact");
+        else
+            snprintf(row->check, sizeof row->check, "%.1e", worst);
+        if (!(worst <= tol))
+            rc = heat_error_set(err, HEAT_ERUNTIME,
+                                "kernel %s (%s) differs from the CPU backend after one step: "
+                                "relative difference %.3g at point %lld, more than %.0e",
+                                heat_kernel_name(c->solver.kernel),
+                                heat_precision_name(c->solver.precision), worst, (long long)where,
+                                tol);
+    }
+    heat_backend_destroy(ref);
+    free(want);
+    free(got);
+    return rc;
+}
+
+/* One row: a backend's kernel at this size and precision. */
+static int bench_one(const int64_t n[3], const char *precision, const char *backend,
+                     const char *kernel, int runs, int steps_opt, bench_row *row, heat_error *err)
+{
+    const int gpu = strcmp(backend, "cuda") == 0;
     char deck[1024];
     snprintf(deck, sizeof deck,
              "grid = { points = [%lld, %lld, %lld]; length = [1.0, 1.0, 1.0]; };\n"
@@ -121,66 +207,69 @@ static int bench_one(const int64_t n[3], const char *precision, int runs, int st
              "  z_lo = { type = \"dirichlet\"; value = 0.0; }; z_hi = { type = \"dirichlet\"; "
              "value = 0.0; };\n"
              "};\n"
-             "solver = { backend = \"cpu\"; precision = \"%s\"; };\n",
-             (long long)n[0], (long long)n[1], (long long)n[2], precision);
+             "solver = { backend = \"%s\"; precision = \"%s\"; kernel = \"%s\"; };\n",
+             (long long)n[0], (long long)n[1], (long long)n[2], backend, precision,
+             gpu ? kernel : "register_tiled");
     heat_case c;
     int rc = heat_deck_load_string(deck, "bench", NULL, 0, &c, NULL, NULL, err);
     if (!rc) rc = heat_case_derive(&c, err);
     if (rc) return rc;
 
+    memset(row, 0, sizeof *row);
+    snprintf(row->check, sizeof row->check, "-");
     const size_t vs = heat_case_value_size(&c), bytes = (size_t)c.d.points * vs;
-    void *a = malloc(bytes), *b = malloc(bytes);
+    void *a = malloc(bytes), *b = gpu ? NULL : malloc(bytes);
+    double *t = malloc(sizeof *t * (size_t)runs), *tc = malloc(sizeof *tc * (size_t)runs);
     heat_backend *be = NULL;
-    if (!a || !b) {
+    if (!a || (!gpu && !b) || !t || !tc) {
         rc = heat_error_set(err, HEAT_ERUNTIME, "cannot allocate 2 x %.3g GB", (double)bytes / 1e9);
         goto out;
     }
-    /* Random data, never zeros: values in [0, 1). */
-    uint64_t state = 0x5eed;
-    for (int64_t i = 0; i < c.d.points; i++) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        double x = (double)(state >> 11) * 0x1.0p-53;
-        if (vs == sizeof(float))
-            ((float *)a)[i] = (float)x;
-        else
-            ((double *)a)[i] = x;
-    }
-    memcpy(b, a, bytes);
-
+    fill_random(a, c.d.points, vs, 0x5eed);
     if ((rc = heat_backend_create(&c, NULL, &be, err))) goto out;
+    if (gpu && (rc = check_against_cpu(&c, be, a, row, err))) goto out;
     if ((rc = heat_backend_upload(be, a, err))) goto out;
-    /* Warm-up, and the step count per run: about 0.05 s of work. */
+    /* Warm-up, and the step count per run. */
     double t0 = heat_wall_seconds();
     if ((rc = heat_backend_advance(be, 2, NULL, err))) goto out;
     double per_step = (heat_wall_seconds() - t0) / 2;
-    int steps = steps_opt > 0 ? steps_opt : (int)fmax(1.0, fmin(1000.0, 0.05 / per_step));
-    /* Copy and sweep alternate, so that both sample the same state of a
-     * machine that may be shared. */
-    double *t = malloc(sizeof *t * (size_t)runs), *tc = malloc(sizeof *tc * (size_t)runs);
-    time_copy(b, a, bytes); /* warm-up */
-    for (int r = 0; r < runs && !rc; r++) {
-        tc[r] = time_copy(b, a, bytes);
-        t0 = heat_wall_seconds();
-        rc = heat_backend_advance(be, steps, NULL, err);
-        t[r] = heat_wall_seconds() - t0;
+    int steps =
+        steps_opt > 0 ? steps_opt : (int)fmax(1.0, fmin(1000.0, (gpu ? 0.02 : 0.05) / per_step));
+    double step_s = 0, copy_s = 0;
+    if (gpu) {
+#ifdef HEAT_HAVE_CUDA
+        double ms_copy = 0, ms_steps = 0;
+        if ((rc = heat_cuda_bench_time(be, steps, runs, &ms_copy, &ms_steps, err))) goto out;
+        step_s = ms_steps / 1e3 / steps;
+        copy_s = ms_copy / 1e3;
+#endif
+    } else {
+        memcpy(b, a, bytes);
+        time_copy(b, a, bytes); /* warm-up */
+        for (int r = 0; r < runs && !rc; r++) {
+            tc[r] = time_copy(b, a, bytes);
+            t0 = heat_wall_seconds();
+            rc = heat_backend_advance(be, steps, NULL, err);
+            t[r] = heat_wall_seconds() - t0;
+        }
+        if (rc) goto out;
+        step_s = median(t, runs) / steps;
+        copy_s = median(tc, runs);
     }
-    if (!rc) {
-        double s = median(t, runs) / steps;
-        snprintf(row->backend, sizeof row->backend, "%s", "cpu");
-        snprintf(row->kernel, sizeof row->kernel, "%s", "openmp");
-        snprintf(row->precision, sizeof row->precision, "%s", precision);
-        memcpy(row->n, n, sizeof row->n);
-        row->steps = steps;
-        row->runs = runs;
-        row->ms_per_step = 1e3 * s;
-        row->glups = (double)c.d.points / s / 1e9;
-        row->gbps = row->glups * 2.0 * (double)vs;
-        row->copy_gbps = 2.0 * (double)bytes / median(tc, runs) / 1e9;
-        row->percent = 100.0 * row->gbps / row->copy_gbps;
-    }
+    snprintf(row->backend, sizeof row->backend, "%s", backend);
+    snprintf(row->kernel, sizeof row->kernel, "%s", gpu ? kernel : "openmp");
+    snprintf(row->precision, sizeof row->precision, "%s", precision);
+    memcpy(row->n, n, sizeof row->n);
+    row->steps = steps;
+    row->runs = runs;
+    row->ms_per_step = 1e3 * step_s;
+    row->glups = (double)c.d.points / step_s / 1e9;
+    row->gbps = row->glups * 2.0 * (double)vs;
+    row->copy_gbps = 2.0 * (double)bytes / copy_s / 1e9;
+    row->percent = 100.0 * row->gbps / row->copy_gbps;
+out:
     free(t);
     free(tc);
-out:
     heat_backend_destroy(be);
     free(a);
     free(b);
@@ -206,10 +295,13 @@ static void cpu_name(char *buf, size_t n)
     fclose(f);
 }
 
+static const char *const gpu_kernels[] = {"naive", "tiled", "sliced", "register_tiled"};
+
 int heat_bench_main(int argc, char **argv)
 {
     int64_t sizes[MAX_SIZES][3];
     int nsizes = 0, runs = 20, steps = 0, want_f = 1, want_d = 1;
+    int want_cpu = -1, want_cuda = -1, kernel_mask = 0xf; /* -1: decided below */
     const char *json = NULL;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -233,6 +325,26 @@ int heat_bench_main(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (!strcmp(s, "--backend") && v) {
+            want_cpu = !strcmp(v, "cpu") || !strcmp(v, "all");
+            want_cuda = !strcmp(v, "cuda") || !strcmp(v, "all");
+            if (!want_cpu && !want_cuda) {
+                fprintf(stderr, "heat bench: --backend %s: expected cpu, cuda or all\n", v);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(s, "--kernel") && v) {
+            kernel_mask = !strcmp(v, "all") ? 0xf : 0;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(v, gpu_kernels[k])) kernel_mask = 1 << k;
+            if (!kernel_mask) {
+                fprintf(stderr,
+                        "heat bench: --kernel %s: expected naive, tiled, sliced, register_tiled "
+                        "or all\n",
+                        v);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(s, "--runs") && v) {
             runs = atoi(v), i++;
             if (runs < 3 || runs > 100000) {
@@ -253,9 +365,22 @@ int heat_bench_main(int argc, char **argv)
             return 2;
         }
     }
+
+    /* Which backends: a GPU where one is usable, unless told. */
+    char why[512] = "this heat was built without CUDA";
+    int gpu_ok = 0;
+#ifdef HEAT_HAVE_CUDA
+    gpu_ok = heat_cuda_usable(why, sizeof why);
+#endif
+    if (want_cpu < 0) want_cpu = !gpu_ok, want_cuda = gpu_ok;
+    if (want_cuda && !gpu_ok) {
+        fprintf(stderr, "heat bench: --backend cuda: %s\n", why);
+        return 1;
+    }
     if (nsizes == 0) {
-        int64_t def[2][3] = {{256, 256, 256}, {4096, 4096, 1}};
-        memcpy(sizes, def, sizeof def);
+        int64_t cpu_def[2][3] = {{256, 256, 256}, {4096, 4096, 1}};
+        int64_t gpu_def[2][3] = {{512, 512, 512}, {8192, 8192, 1}};
+        memcpy(sizes, want_cuda ? gpu_def : cpu_def, sizeof cpu_def);
         nsizes = 2;
     }
     FILE *jf = NULL;
@@ -263,46 +388,69 @@ int heat_bench_main(int argc, char **argv)
         fprintf(stderr, "heat bench: cannot write %s: %s\n", json, strerror(errno));
         return 1;
     }
-    char machine[256];
+    char machine[256], gpu_name[256] = "";
     cpu_name(machine, sizeof machine);
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-    printf("heat bench: %s, %d OpenMP thread%s; median of %d runs\n", machine, threads,
-           threads == 1 ? "" : "s", runs);
-    printf("%-8s %-8s %-16s %-9s %10s %9s %9s %9s %8s\n", "backend", "kernel", "size", "precision",
-           "ms/step", "GLUP/s", "GB/s", "copy GB/s", "% copy");
+#ifdef HEAT_HAVE_CUDA
+    if (want_cuda) {
+        /* The device's name, from a backend of the smallest grid. */
+        heat_case c;
+        heat_error e;
+        heat_backend *probe = NULL;
+        if (!heat_deck_load_string("grid = { points = [3, 3, 1]; };\n"
+                                   "time = { max_steps = 1; };\n"
+                                   "solver = { backend = \"cuda\"; };\n",
+                                   "bench", NULL, 0, &c, NULL, NULL, &e) &&
+            !heat_case_derive(&c, &e) && !heat_backend_create(&c, NULL, &probe, &e))
+            snprintf(gpu_name, sizeof gpu_name, "%s", heat_cuda_device_name(probe));
+        heat_backend_destroy(probe);
+    }
+#endif
+    printf("heat bench: %s, %d OpenMP thread%s%s%s; median of %d runs\n", machine, threads,
+           threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, runs);
+    printf("%-8s %-15s %-16s %-9s %10s %9s %9s %9s %8s %8s\n", "backend", "kernel", "size",
+           "precision", "ms/step", "GLUP/s", "GB/s", "copy GB/s", "% copy", "check");
     if (jf)
-        fprintf(jf, "{\n  \"device\": \"%s\",\n  \"threads\": %d,\n  \"runs\": %d,\n  \"rows\": [",
-                machine, threads, runs);
+        fprintf(jf,
+                "{\n  \"cpu\": \"%s\",\n  \"threads\": %d,\n  \"device\": \"%s\",\n  \"runs\": "
+                "%d,\n  \"rows\": [",
+                machine, threads, gpu_name[0] ? gpu_name : machine, runs);
     int first = 1, rc = 0;
     for (int s = 0; s < nsizes && !rc; s++) {
         for (int p = 0; p < 2 && !rc; p++) {
             if ((p == 0 && !want_f) || (p == 1 && !want_d)) continue;
-            bench_row row;
-            heat_error err;
-            if ((rc = bench_one(sizes[s], p == 0 ? "float" : "double", runs, steps, &row, &err))) {
-                fprintf(stderr, "heat bench: %s\n", err.msg);
-                break;
-            }
-            char size[48];
-            snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)row.n[0], (long long)row.n[1],
-                     (long long)row.n[2]);
-            printf("%-8s %-8s %-16s %-9s %10.3f %9.3f %9.2f %9.2f %7.1f%%\n", row.backend,
-                   row.kernel, size, row.precision, row.ms_per_step, row.glups, row.gbps,
-                   row.copy_gbps, row.percent);
-            fflush(stdout);
-            if (jf) {
-                fprintf(jf,
-                        "%s\n    {\"backend\": \"%s\", \"kernel\": \"%s\", \"size\": [%lld, %lld, "
-                        "%lld], \"precision\": \"%s\", \"steps_per_run\": %d, \"ms_per_step\": "
-                        "%.6g, \"glups\": %.6g, \"achieved_gbps\": %.6g, \"peak_gbps\": %.6g, "
-                        "\"efficiency\": %.4f}",
-                        first ? "" : ",", row.backend, row.kernel, (long long)row.n[0],
-                        (long long)row.n[1], (long long)row.n[2], row.precision, row.steps,
-                        row.ms_per_step, row.glups, row.gbps, row.copy_gbps, row.percent / 100);
-                first = 0;
+            for (int k = -1; k < 4 && !rc; k++) {
+                /* k = -1: the CPU backend; 0..3: the GPU kernels. */
+                if (k < 0 ? !want_cpu : !want_cuda || !(kernel_mask & (1 << k))) continue;
+                bench_row row;
+                heat_error err;
+                if ((rc = bench_one(sizes[s], p == 0 ? "float" : "double", k < 0 ? "cpu" : "cuda",
+                                    k < 0 ? "openmp" : gpu_kernels[k], runs, steps, &row, &err))) {
+                    fprintf(stderr, "heat bench: %s\n", err.msg);
+                    break;
+                }
+                char size[48];
+                snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)row.n[0],
+                         (long long)row.n[1], (long long)row.n[2]);
+                printf("%-8s %-15s %-16s %-9s %10.4f %9.3f %9.2f %9.2f %7.1f%% %8s\n", row.backend,
+                       row.kernel, size, row.precision, row.ms_per_step, row.glups, row.gbps,
+                       row.copy_gbps, row.percent, row.check);
+                fflush(stdout);
+                if (jf) {
+                    fprintf(jf,
+                            "%s\n    {\"backend\": \"%s\", \"kernel\": \"%s\", \"size\": [%lld, "
+                            "%lld, %lld], \"precision\": \"%s\", \"steps_per_run\": %d, "
+                            "\"ms_per_step\": %.6g, \"glups\": %.6g, \"achieved_gbps\": %.6g, "
+                            "\"peak_gbps\": %.6g, \"efficiency\": %.4f, \"check\": \"%s\"}",
+                            first ? "" : ",", row.backend, row.kernel, (long long)row.n[0],
+                            (long long)row.n[1], (long long)row.n[2], row.precision, row.steps,
+                            row.ms_per_step, row.glups, row.gbps, row.copy_gbps, row.percent / 100,
+                            row.check);
+                    first = 0;
+                }
             }
         }
     }

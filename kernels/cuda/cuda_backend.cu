@@ -1,0 +1,406 @@
+/* The CUDA backend: two time levels on the GPU, one kernel launch per step
+ * on one stream, the residual reduced inside the last sweep of a check step
+ * and copied back as one 8-byte scalar. Nothing else crosses to the host in
+ * the time loop.
+ */
+#include "cuda_backend.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <algorithm>
+
+#include "stencil.cuh"
+
+static_assert((int)HK_DIRICHLET == (int)HEAT_BC_DIRICHLET &&
+                  (int)HK_NEUMANN == (int)HEAT_BC_NEUMANN &&
+                  (int)HK_PERIODIC == (int)HEAT_BC_PERIODIC,
+              "kernel bc codes follow heat_bc_type");
+
+/* Every CUDA call goes through this: on failure it fills `err` with the call,
+ * the place and CUDA's name and text for the error, and returns. */
+#define HEAT_CUDA_CHECK(call)                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: %s failed (%s:%d): %s: %s",   \
+                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
+                                  cudaGetErrorString(e_));                                         \
+    } while (0)
+
+typedef struct cuda_state {
+    void *u, *v;                 /* current and next time level */
+    void *scratch;               /* bench only: the copy's target */
+    unsigned long long *d_resid; /* device: max |du| bits of a check step */
+    unsigned long long *h_resid; /* pinned host copy */
+    cudaStream_t stream;
+    cudaEvent_t ev[4];
+    size_t bytes;
+    int three_d;
+    heat_kernel kernel;
+    char device[256];
+    heat_stencil_args<float> af;
+    heat_stencil_args<double> ad;
+} cuda_state;
+
+static int env_int(const char *name, int fallback)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return fallback;
+    int v = atoi(s);
+    return v > 0 ? v : fallback;
+}
+
+/* Planes per block run for the streaming kernels: about `waves` waves of
+ * resident blocks over the whole grid (HEAT_CUDA_WAVES, default 1: every
+ * block resident at once, the w halo costing 2 planes per run), at least 16
+ * planes per run where the grid has them, and at most 65535 runs (the grid's
+ * z limit). HEAT_CUDA_WCHUNK sets the run length directly, for tuning. */
+int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm)
+{
+    static int sms = 0, waves = 0, forced = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 1;
+        waves = env_int("HEAT_CUDA_WAVES", 1);
+        forced = env_int("HEAT_CUDA_WCHUNK", 0);
+    }
+    int chunk;
+    if (forced) {
+        chunk = forced;
+    } else {
+        long long resident = (long long)sms * blocks_per_sm * waves;
+        long long runs = resident / (tiles > 0 ? tiles : 1);
+        if (runs < 1) runs = 1;
+        chunk = (int)((nw + runs - 1) / runs);
+        int floor_ = nw < 16 ? nw : 16;
+        if (chunk < floor_) chunk = floor_;
+    }
+    int least = (nw + 65534) / 65535;
+    if (chunk < least) chunk = least;
+    if (chunk > nw) chunk = nw;
+    return chunk < 1 ? 1 : chunk;
+}
+
+template <typename T> static void fill_args(const heat_case *c, heat_stencil_args<T> &a)
+{
+    memset(&a, 0, sizeof a);
+    const int d3 = c->grid.dims == 3;
+    const int64_t nx = c->grid.n[0], ny = c->grid.n[1], nz = c->grid.n[2];
+    /* 3D: p = y, w = z. 2D: no p, w = y. */
+    const int ax_p = 1, ax_w = d3 ? 2 : 1;
+    a.nx = (int)nx;
+    a.np = d3 ? (int)ny : 1;
+    a.nw = d3 ? (int)nz : (int)ny;
+    a.sp = nx;
+    a.sw = d3 ? nx * ny : nx;
+    a.rx = (T)c->d.r[0];
+    a.rp = d3 ? (T)c->d.r[ax_p] : T(0);
+    a.rw = (T)c->d.r[ax_w];
+    for (int s = 0; s < 2; s++) {
+        a.gx[s] = (T)(2.0 * c->d.h[0] * c->bc[HEAT_X_LO + s].gradient);
+        a.bx[s] = (int)c->bc[HEAT_X_LO + s].type;
+        a.gp[s] = d3 ? (T)(2.0 * c->d.h[ax_p] * c->bc[2 * ax_p + s].gradient) : T(0);
+        a.bp[s] = d3 ? (int)c->bc[2 * ax_p + s].type : HK_PERIODIC;
+        a.gw[s] = (T)(2.0 * c->d.h[ax_w] * c->bc[2 * ax_w + s].gradient);
+        a.bw[s] = (int)c->bc[2 * ax_w + s].type;
+    }
+    a.wchunk = a.nw;
+}
+
+template <typename T>
+static cudaError_t launch(heat_kernel k, const heat_stencil_args<T> &a, bool d3, cudaStream_t s)
+{
+    switch (k) {
+    case HEAT_KERNEL_NAIVE:
+        return heat_cuda_launch_naive<T>(a, d3, s);
+    case HEAT_KERNEL_TILED:
+        return heat_cuda_launch_tiled<T>(a, d3, s);
+    case HEAT_KERNEL_SLICED:
+        return heat_cuda_launch_sliced<T>(a, d3, s);
+    case HEAT_KERNEL_REGISTER_TILED:
+    default:
+        return heat_cuda_launch_register<T>(a, d3, s);
+    }
+}
+
+/* One sweep u -> v of the case's precision, then the levels swap. */
+static cudaError_t sweep(cuda_state *s, bool resid)
+{
+    cudaError_t e;
+    if (s->af.nx) {
+        heat_stencil_args<float> a = s->af;
+        a.u = (const float *)s->u;
+        a.out = (float *)s->v;
+        a.resid = resid ? s->d_resid : nullptr;
+        e = launch<float>(s->kernel, a, s->three_d, s->stream);
+    } else {
+        heat_stencil_args<double> a = s->ad;
+        a.u = (const double *)s->u;
+        a.out = (double *)s->v;
+        a.resid = resid ? s->d_resid : nullptr;
+        e = launch<double>(s->kernel, a, s->three_d, s->stream);
+    }
+    std::swap(s->u, s->v);
+    return e;
+}
+
+static int cuda_upload(heat_backend *b, const void *host, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    /* Both levels: Dirichlet nodes are never written by a sweep. */
+    HEAT_CUDA_CHECK(cudaMemcpy(s->u, host, s->bytes, cudaMemcpyHostToDevice));
+    HEAT_CUDA_CHECK(cudaMemcpy(s->v, s->u, s->bytes, cudaMemcpyDeviceToDevice));
+    return HEAT_OK;
+}
+
+static int cuda_download(heat_backend *b, void *host, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    HEAT_CUDA_CHECK(cudaMemcpy(host, s->u, s->bytes, cudaMemcpyDeviceToHost));
+    return HEAT_OK;
+}
+
+static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    for (int64_t n = 0; n < steps; n++) {
+        const bool last = n == steps - 1, resid = residual && last;
+        if (resid) HEAT_CUDA_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->stream));
+        HEAT_CUDA_CHECK(sweep(s, resid));
+    }
+    if (residual) {
+        HEAT_CUDA_CHECK(cudaMemcpyAsync(s->h_resid, s->d_resid, sizeof *s->h_resid,
+                                        cudaMemcpyDeviceToHost, s->stream));
+    }
+    /* One wait per call: errors of the sweeps surface here, and the driver's
+     * wall clock measures finished work. */
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    if (residual) {
+        unsigned long long bits = *s->h_resid;
+        double m;
+        memcpy(&m, &bits, sizeof m);
+        if (m != m) m = INFINITY; /* NaN in the field: as the CPU backend says it */
+        *residual = m / b->c->d.dt;
+    }
+    return HEAT_OK;
+}
+
+static void cuda_destroy(heat_backend *b)
+{
+    if (!b) return;
+    cuda_state *s = (cuda_state *)b->impl;
+    if (s) {
+        cudaFree(s->u);
+        cudaFree(s->v);
+        cudaFree(s->scratch);
+        cudaFree(s->d_resid);
+        cudaFreeHost(s->h_resid);
+        for (int i = 0; i < 4; i++)
+            if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+        if (s->stream) cudaStreamDestroy(s->stream);
+        free(s);
+    }
+    free(b);
+}
+
+static const heat_backend_ops cuda_ops = {cuda_upload, cuda_advance, cuda_download, cuda_destroy};
+
+/* A kernel of each family, to ask whether this binary has code for the GPU. */
+__global__ void heat_cuda_probe_kernel(int *p)
+{
+    if (p) *p = 1;
+}
+
+extern "C" int heat_cuda_usable(char *why, size_t n)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(why, n, "CUDA finds no device: %s", cudaGetErrorString(e));
+        return 0;
+    }
+    if (count < 1) {
+        snprintf(why, n, "no CUDA device found");
+        return 0;
+    }
+    cudaFuncAttributes attr;
+    e = cudaFuncGetAttributes(&attr, heat_cuda_probe_kernel);
+    if (e != cudaSuccess) {
+        cudaDeviceProp p;
+        int dev = 0;
+        cudaGetDevice(&dev);
+        cudaGetDeviceProperties(&p, dev);
+        snprintf(why, n,
+                 "this heat has no code for %s (compute capability %d.%d): %s; rebuild with "
+                 "-DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                 p.name, p.major, p.minor, cudaGetErrorString(e), p.major, p.minor);
+        cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
+
+extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
+{
+    *out = NULL;
+    char why[512];
+    if (!heat_cuda_usable(why, sizeof why))
+        return heat_error_set(err, HEAT_ERUNTIME, "solver.backend = \"cuda\": %s", why);
+
+    const size_t vs = heat_case_value_size(c);
+    const size_t bytes = (size_t)c->d.points * vs;
+    int dev = 0;
+    HEAT_CUDA_CHECK(cudaGetDevice(&dev));
+    cudaDeviceProp prop;
+    HEAT_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    size_t free_b = 0, total_b = 0;
+    HEAT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const size_t need = 2 * bytes;
+    if (need + (64u << 20) > free_b)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: the field does not fit on %s: %.3f GB needed (two "
+                              "time levels of %lld points in %s), %.3f GB free of %.3f GB; use a "
+                              "smaller grid, float precision, or backend = \"cpu\"",
+                              prop.name, (double)need / 1e9, (long long)c->d.points,
+                              heat_precision_name(c->solver.precision), (double)free_b / 1e9,
+                              (double)total_b / 1e9);
+    if (c->grid.n[0] > INT32_MAX || c->grid.n[1] > INT32_MAX || c->grid.n[2] > INT32_MAX)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: an axis of more than %d points is not supported",
+                              INT32_MAX);
+
+    heat_backend *b = (heat_backend *)calloc(1, sizeof *b);
+    cuda_state *s = (cuda_state *)calloc(1, sizeof *s);
+    if (!b || !s) {
+        free(b);
+        free(s);
+        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of host memory");
+    }
+    b->ops = &cuda_ops;
+    b->c = c;
+    b->impl = s;
+    s->bytes = bytes;
+    s->three_d = c->grid.dims == 3;
+    s->kernel = c->solver.kernel;
+    snprintf(s->device, sizeof s->device, "%s", prop.name);
+    if (c->solver.precision == HEAT_FLOAT)
+        fill_args<float>(c, s->af);
+    else
+        fill_args<double>(c, s->ad);
+
+    int rc = HEAT_OK;
+    cudaError_t e = cudaMalloc(&s->u, bytes);
+    if (e == cudaSuccess) e = cudaMalloc(&s->v, bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        cudaMemGetInfo(&free_b, &total_b);
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "cuda backend: cannot allocate the field on %s: %.3f GB needed (two "
+                            "time levels), %.3f GB free of %.3f GB",
+                            prop.name, 2.0 * (double)bytes / 1e9, (double)free_b / 1e9,
+                            (double)total_b / 1e9);
+        cuda_destroy(b);
+        return rc;
+    }
+#define CREATE_CHECK(call)                                                                         \
+    do {                                                                                           \
+        if ((rc = [&]() -> int {                                                                   \
+                HEAT_CUDA_CHECK(call);                                                             \
+                return HEAT_OK;                                                                    \
+            }())) {                                                                                \
+            cuda_destroy(b);                                                                       \
+            return rc;                                                                             \
+        }                                                                                          \
+    } while (0)
+    CREATE_CHECK(cudaMalloc(&s->d_resid, sizeof *s->d_resid));
+    CREATE_CHECK(cudaMallocHost(&s->h_resid, sizeof *s->h_resid));
+    CREATE_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 4; i++) CREATE_CHECK(cudaEventCreate(&s->ev[i]));
+#undef CREATE_CHECK
+    snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop.name,
+             heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
+    *out = b;
+    return HEAT_OK;
+}
+
+extern "C" const char *heat_cuda_device_name(const heat_backend *b)
+{
+    return ((const cuda_state *)b->impl)->device;
+}
+
+extern "C" int heat_cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms,
+                                    double *steps_ms, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (!s->scratch) {
+        cudaError_t e = cudaMalloc(&s->scratch, s->bytes);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            return heat_error_set(err, HEAT_ERUNTIME,
+                                  "heat bench: no GPU memory for the copy's %.3f GB target",
+                                  (double)s->bytes / 1e9);
+        }
+    }
+    std::vector<double> tc(runs), ts(runs);
+    /* Warm-up: one copy and one run of sweeps. */
+    HEAT_CUDA_CHECK(
+        cudaMemcpyAsync(s->scratch, s->u, s->bytes, cudaMemcpyDeviceToDevice, s->stream));
+    for (int n = 0; n < steps; n++) HEAT_CUDA_CHECK(sweep(s, false));
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    for (int r = 0; r < runs; r++) {
+        HEAT_CUDA_CHECK(cudaEventRecord(s->ev[0], s->stream));
+        HEAT_CUDA_CHECK(
+            cudaMemcpyAsync(s->scratch, s->u, s->bytes, cudaMemcpyDeviceToDevice, s->stream));
+        HEAT_CUDA_CHECK(cudaEventRecord(s->ev[1], s->stream));
+        for (int n = 0; n < steps; n++) HEAT_CUDA_CHECK(sweep(s, false));
+        HEAT_CUDA_CHECK(cudaEventRecord(s->ev[2], s->stream));
+        HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev[2]));
+        float a = 0, c = 0;
+        HEAT_CUDA_CHECK(cudaEventElapsedTime(&a, s->ev[0], s->ev[1]));
+        HEAT_CUDA_CHECK(cudaEventElapsedTime(&c, s->ev[1], s->ev[2]));
+        tc[r] = a;
+        ts[r] = c;
+    }
+    std::sort(tc.begin(), tc.end());
+    std::sort(ts.begin(), ts.end());
+    auto med = [](const std::vector<double> &v) {
+        size_t n = v.size();
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    *copy_ms = med(tc);
+    *steps_ms = med(ts);
+    return HEAT_OK;
+}
+
+template <typename T> __global__ void poison_kernel(heat_stencil_args<T> a, T *field)
+{
+    const long long n = (long long)a.nx * a.np * a.nw;
+    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < n;
+         idx += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(idx % a.nx);
+        const int j = (int)((idx / a.nx) % a.np);
+        const int w = (int)(idx / ((long long)a.nx * a.np));
+        const bool d3 = a.np > 1 || a.bp[0] != HK_PERIODIC;
+        if (!hk_held(i, a.nx, a.bx) && !(d3 && hk_held(j, a.np, a.bp)) && !hk_held(w, a.nw, a.bw))
+            field[idx] = (T)NAN;
+    }
+}
+
+extern "C" int heat_cuda_poison_next(heat_backend *b, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (s->af.nx)
+        poison_kernel<float><<<1024, 256, 0, s->stream>>>(s->af, (float *)s->v);
+    else
+        poison_kernel<double><<<1024, 256, 0, s->stream>>>(s->ad, (double *)s->v);
+    HEAT_CUDA_CHECK(cudaGetLastError());
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    return HEAT_OK;
+}

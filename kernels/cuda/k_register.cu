@@ -1,0 +1,247 @@
+/* `register_tiled`: the kernel the solver runs.
+ *
+ * A block owns a tile of BXT*VX x BP points of the plane and streams a run of
+ * `wchunk` planes along w. Each thread holds VX consecutive x values of the
+ * previous, current and next plane in registers (and the plane after next in
+ * flight), so only the current plane goes through shared memory, for the
+ * in-plane neighbours of other threads. With VX*sizeof(T) = 16 every global
+ * access of the centre is one 16-byte load or store (when nx is a multiple of
+ * VX, so that rows start on 16-byte boundaries); otherwise VX = 1.
+ *
+ * What keeps it at the bandwidth ceiling (docs/PERFORMANCE.md):
+ * - loads run two planes ahead of the update (one plane of the centre in
+ *   registers, one in flight), halos one plane ahead too, so every thread has
+ *   several independent 16-byte loads outstanding;
+ * - x neighbours come from the neighbouring lane by warp shuffle, shared
+ *   memory only at warp edges; y neighbours are 16-byte shared loads; the
+ *   shared plane is double-buffered: one barrier per plane;
+ * - the halo of a tile (two rows of groups and two columns) is loaded by the
+ *   first 2 BXT + 2 BP threads, one value or group each, alongside their own;
+ * - runs of planes sized so that the whole grid is about one wave of resident
+ *   blocks: the w halo costs 2 planes per run.
+ * Literature: the z-sliced register scheme of Micikevicius (GPGPU-2, 2009);
+ * Rawat et al., "Register optimizations for stencils on GPUs" (PPoPP 2018).
+ */
+#include "stencil.cuh"
+
+template <typename T, int VX> struct hk_vec {
+    T v[VX];
+};
+
+template <typename T, int VX> __device__ __forceinline__ hk_vec<T, VX> vload(const T *p)
+{
+    hk_vec<T, VX> r;
+    if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 4) {
+        const float4 f = *reinterpret_cast<const float4 *>(p);
+        r.v[0] = f.x, r.v[1] = f.y, r.v[2] = f.z, r.v[3] = f.w;
+    } else if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 8) {
+        const double2 f = *reinterpret_cast<const double2 *>(p);
+        r.v[0] = f.x, r.v[1] = f.y;
+    } else {
+#pragma unroll
+        for (int e = 0; e < VX; e++) r.v[e] = p[e];
+    }
+    return r;
+}
+
+template <typename T, int VX> __device__ __forceinline__ void vstore(T *p, const hk_vec<T, VX> &r)
+{
+    if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 4) {
+        *reinterpret_cast<float4 *>(p) = make_float4(r.v[0], r.v[1], r.v[2], r.v[3]);
+    } else if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 8) {
+        *reinterpret_cast<double2 *>(p) = make_double2(r.v[0], r.v[1]);
+    } else {
+#pragma unroll
+        for (int e = 0; e < VX; e++) p[e] = r.v[e];
+    }
+}
+
+template <typename T, bool D3, bool RES, int VX, int BXT, int BP>
+__global__ void __launch_bounds__(BXT *BP, 2048 / (BXT * BP) / 2)
+    register_kernel(const heat_stencil_args<T> a)
+{
+    static_assert(BXT % 32 == 0, "a tile row is whole warps");
+    constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH, RS = BX + 2 * VX;
+    __shared__ __align__(16) T sm[2][ROWS][RS];
+
+    const int tx = threadIdx.x, tp = threadIdx.y, tid = tx + BXT * tp, lane = tid & 31;
+    const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
+    const int ig = x0 + tx * VX, j = p0 + tp;
+    const long long rowoff = D3 ? (long long)hk_map(j, a.np, a.bp) * a.sp : 0;
+    const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
+    const bool full = ig + VX <= a.nx;
+    const int col = VX + tx * VX; /* this thread's group in a shared row */
+
+    auto load_group = [&](int w, hk_vec<T, VX> &g) {
+        const T *row = a.u + (long long)hk_map(w, a.nw, a.bw) * a.sw + rowoff;
+        if (full) {
+            g = vload<T, VX>(row + ig);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VX; e++) g.v[e] = row[hk_map(ig + e, a.nx, a.bx)];
+        }
+    };
+
+    /* Halo roles: a group of the row below or above the tile (3D), or one
+     * value left or right of a tile row. */
+    int hrole = 0, hrow = 0, hcol = 0, hx = 0;
+    long long hoff = 0;
+    bool hfull = false;
+    if (D3 && tid < 2 * BXT) {
+        const int r = tid / BXT, g = tid % BXT;
+        hrole = 1;
+        hrow = r ? ROWS - 1 : 0;
+        hcol = VX + g * VX;
+        hoff = (long long)hk_map(r ? p0 + BP : p0 - 1, a.np, a.bp) * a.sp;
+        hx = x0 + g * VX;
+        hfull = hx + VX <= a.nx;
+    } else {
+        const int t = tid - (D3 ? 2 * BXT : 0);
+        if (t >= 0 && t < 2 * BP) {
+            const int r = t / 2, side = t % 2;
+            hrole = 2;
+            hrow = r + PH;
+            hcol = side ? VX + BX : VX - 1;
+            hoff = D3 ? (long long)hk_map(p0 + r, a.np, a.bp) * a.sp : 0;
+            hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
+        }
+    }
+    auto load_halo = [&](int w, hk_vec<T, VX> &h) {
+        const T *row = a.u + (long long)hk_map(w, a.nw, a.bw) * a.sw + hoff;
+        if (hrole == 1) {
+            if (hfull) {
+                h = vload<T, VX>(row + hx);
+            } else {
+#pragma unroll
+                for (int e = 0; e < VX; e++) h.v[e] = row[hk_map(hx + e, a.nx, a.bx)];
+            }
+        } else if (hrole == 2) {
+            h.v[0] = row[hx];
+        }
+    };
+    auto store_plane = [&](int b, const hk_vec<T, VX> &g, const hk_vec<T, VX> &h) {
+        vstore<T, VX>(&sm[b][tp + PH][col], g);
+        if (hrole == 1)
+            vstore<T, VX>(&sm[b][hrow][hcol], h);
+        else if (hrole == 2)
+            sm[b][hrow][hcol] = h.v[0];
+    };
+
+    /* Per-thread constants of the update. */
+    const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
+    T apm = 0, app = 0;
+    if (D3) hk_ghost(j, a.np, a.bp, a.gp, apm, app);
+
+    unsigned long long m = 0;
+    hk_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
+    load_group(w0 - 1, prev);
+    load_group(w0, cur);
+    load_group(w0 + 1, nxt);
+    load_halo(w0, hcur);
+    if (w0 + 1 < w1) load_halo(w0 + 1, hnext);
+    store_plane(0, cur, hcur);
+    __syncthreads();
+
+    for (int w = w0; w < w1; w++) {
+        const int b = (w - w0) & 1;
+        if (w + 1 < w1) load_group(w + 2, nn);
+        if (w + 2 < w1) load_halo(w + 2, hnn);
+
+        /* x neighbours at the group's ends: the neighbouring lane, or the
+         * shared row at a warp's edge (the tile's halo, or another warp). */
+        T left = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1);
+        T right = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
+        if (lane == 0) left = sm[b][tp + PH][col - 1];
+        if (lane == 31) right = sm[b][tp + PH][col + VX];
+
+        if (row_active && !hk_held(w, a.nw, a.bw)) {
+            hk_vec<T, VX> pm, pp, v;
+            if (D3) {
+                pm = vload<T, VX>(&sm[b][tp][col]);
+                pp = vload<T, VX>(&sm[b][tp + 2][col]);
+            }
+            T awm, awp;
+            hk_ghost(w, a.nw, a.bw, a.gw, awm, awp);
+            bool all = full;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int i = ig + e;
+                const T c = cur.v[e];
+                T xm = e > 0 ? cur.v[e - 1] : left;
+                T xp = e < VX - 1 ? cur.v[e + 1] : right;
+                hk_xghost(i, a.nx, a.bx, a.gx, xm, xp);
+                v.v[e] =
+                    hk_point<T, D3>(c, xm, xp, D3 ? pm.v[e] + apm : T(0), D3 ? pp.v[e] + app : T(0),
+                                    prev.v[e] + awm, nxt.v[e] + awp, a.rx, a.rp, a.rw);
+                if (i >= a.nx || hk_held(i, a.nx, a.bx)) all = false;
+            }
+            T *out = a.out + (long long)w * a.sw + (long long)j * a.sp;
+            if (all) {
+                vstore<T, VX>(out + ig, v);
+                if (RES) {
+#pragma unroll
+                    for (int e = 0; e < VX; e++) {
+                        unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
+                        m = d > m ? d : m;
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < VX; e++) {
+                    const int i = ig + e;
+                    if (i < a.nx && !hk_held(i, a.nx, a.bx)) {
+                        out[i] = v.v[e];
+                        if (RES) {
+                            unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
+                            m = d > m ? d : m;
+                        }
+                    }
+                }
+            }
+        }
+        if (w + 1 < w1) store_plane(b ^ 1, nxt, hnext);
+        __syncthreads();
+        prev = cur;
+        cur = nxt;
+        nxt = nn;
+        hnext = hnn;
+    }
+    if (RES) hk_block_max(m, a.resid);
+}
+
+template <typename T, bool D3, int VX, int BXT, int BP>
+static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
+{
+    static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
+    if (!blocks_per_sm) {
+        cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm, register_kernel<T, D3, false, VX, BXT, BP>, BXT * BP, 0);
+        if (e != cudaSuccess) return e;
+        if (blocks_per_sm < 1) blocks_per_sm = 1;
+    }
+    constexpr int BX = BXT * VX;
+    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
+    heat_stencil_args<T> b = a;
+    b.wchunk = heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
+    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
+    if (a.resid)
+        register_kernel<T, D3, true, VX, BXT, BP><<<grid, block, 0, stream>>>(b);
+    else
+        register_kernel<T, D3, false, VX, BXT, BP><<<grid, block, 0, stream>>>(b);
+    return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t heat_cuda_launch_register(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream)
+{
+    constexpr int V = 16 / sizeof(T);
+    const bool vec = a.nx % V == 0;
+    if (d3)
+        return vec ? launch<T, true, V, 32, 8>(a, stream) : launch<T, true, 1, 32, 8>(a, stream);
+    return vec ? launch<T, false, V, 128, 1>(a, stream) : launch<T, false, 1, 128, 1>(a, stream);
+}
+
+template cudaError_t heat_cuda_launch_register<float>(const heat_stencil_args<float> &, bool,
+                                                      cudaStream_t);
+template cudaError_t heat_cuda_launch_register<double>(const heat_stencil_args<double> &, bool,
+                                                       cudaStream_t);

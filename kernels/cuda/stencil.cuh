@@ -1,0 +1,132 @@
+/* What every CUDA stencil kernel shares: the argument block, the boundary
+ * mapping, the point update and the residual reduction.
+ *
+ * Axes. A 3D grid is swept as planes (x, p = y) streamed along w = z; a 2D
+ * grid as rows (x) streamed along w = y, with no p axis. So one kernel body
+ * serves both, and "in 2D the same idea streams along y" falls out of it.
+ *
+ * Numerics (DESIGN.md, the CPU backend's order, bit for bit):
+ *   s  = rx ((xm - c) + (xp - c))
+ *   s += rp (((pm + ap) - c) + ((pp + ap') - c))     (3D only)
+ *   s += rw (((wm + aw) - c) + ((wp + aw') - c))
+ *   u' = c + s
+ * where a = 2 h g for a Neumann ghost and 0 otherwise, and the x ghost adds
+ * 2 h g to the mirrored value only on a Neumann x face. These files are
+ * compiled with --fmad=false so that no multiply-add is contracted: with the
+ * same order of operations the GPU reproduces the CPU reference exactly.
+ * A Dirichlet node is never written: both time levels hold its value.
+ */
+#ifndef HEAT_CUDA_STENCIL_CUH
+#define HEAT_CUDA_STENCIL_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* The bc codes of heat_case.h (heat_bc_type), repeated so that kernels need
+ * no C header; cuda_backend.cu checks that they agree. */
+enum { HK_DIRICHLET = 0, HK_NEUMANN = 1, HK_PERIODIC = 2 };
+
+template <typename T> struct heat_stencil_args {
+    const T *__restrict__ u;   /* current level */
+    T *__restrict__ out;       /* next level */
+    int nx, np, nw;            /* points along x, p (1 in 2D), w */
+    long long sp, sw;          /* strides of p and w, in values */
+    T rx, rp, rw;              /* alpha dt / h^2 per axis */
+    T gx[2], gp[2], gw[2];     /* Neumann ghost constants 2 h g, low and high face */
+    int bx[2], bp[2], bw[2];   /* HK_* per face */
+    int wchunk;                /* planes per block along w (streaming kernels) */
+    unsigned long long *resid; /* max |u' - u| as double bits, or NULL */
+};
+
+/* Index of the neighbour `i` (-1 .. n) on an axis of n points: inside, the
+ * periodic wrap, the mirrored Neumann node, or any valid index where the value
+ * is never used (a Dirichlet face's ghost, slots beyond the grid). */
+__device__ __forceinline__ int hk_map(int i, int n, const int b[2])
+{
+    if (i < 0) return b[0] == HK_PERIODIC ? n - 1 : (b[0] == HK_NEUMANN ? 1 : 0);
+    if (i >= n) {
+        if (i == n) return b[1] == HK_PERIODIC ? 0 : (b[1] == HK_NEUMANN ? n - 2 : n - 1);
+        return n - 1;
+    }
+    return i;
+}
+
+/* Whether node i of an axis lies on a Dirichlet face (never written). */
+__device__ __forceinline__ bool hk_held(int i, int n, const int b[2])
+{
+    return (i == 0 && b[0] == HK_DIRICHLET) || (i == n - 1 && b[1] == HK_DIRICHLET);
+}
+
+/* The ghost constants added to the low and high neighbour of node i. */
+template <typename T>
+__device__ __forceinline__ void hk_ghost(int i, int n, const int b[2], const T g[2], T &alo, T &ahi)
+{
+    alo = (i == 0 && b[0] == HK_NEUMANN) ? g[0] : T(0);
+    ahi = (i == n - 1 && b[1] == HK_NEUMANN) ? g[1] : T(0);
+}
+
+/* The x neighbours of node i with the Neumann ghost applied on an x face. */
+template <typename T>
+__device__ __forceinline__ void hk_xghost(int i, int n, const int b[2], const T g[2], T &xm, T &xp)
+{
+    if (i == 0 && b[0] == HK_NEUMANN) xm = xm + g[0];
+    if (i == n - 1 && b[1] == HK_NEUMANN) xp = xp + g[1];
+}
+
+template <typename T, bool D3>
+__device__ __forceinline__ T hk_point(T c, T xm, T xp, T pm, T pp, T wm, T wp, T rx, T rp, T rw)
+{
+    T s = rx * ((xm - c) + (xp - c));
+    if (D3) s = s + rp * ((pm - c) + (pp - c));
+    s = s + rw * ((wm - c) + (wp - c));
+    return c + s;
+}
+
+/* |u' - u| in double as ordered bits: for values >= 0 (and NaN, whose bits
+ * are above those of +Inf once the sign is cleared) the unsigned order of the
+ * bits is the numeric order, so max and atomicMax need no float compare and a
+ * NaN is never dropped. */
+template <typename T> __device__ __forceinline__ unsigned long long hk_diff_bits(T v, T c)
+{
+    return (unsigned long long)__double_as_longlong(fabs((double)v - (double)c));
+}
+
+/* Block-wide max of `m`, one atomicMax per block. Every thread of the block
+ * must call it. */
+__device__ __forceinline__ void hk_block_max(unsigned long long m, unsigned long long *out)
+{
+    __shared__ unsigned long long warp_max[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        unsigned long long t = __shfl_xor_sync(0xffffffffu, m, o);
+        m = t > m ? t : m;
+    }
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const int nthreads = blockDim.x * blockDim.y * blockDim.z;
+    if ((tid & 31) == 0) warp_max[tid >> 5] = m;
+    __syncthreads();
+    if (tid < 32) {
+        m = tid < (nthreads + 31) / 32 ? warp_max[tid] : 0ull;
+        for (int o = 16; o > 0; o >>= 1) {
+            unsigned long long t = __shfl_xor_sync(0xffffffffu, m, o);
+            m = t > m ? t : m;
+        }
+        if (tid == 0 && m) atomicMax(out, m);
+    }
+}
+
+/* Launchers (one per kernel family, instantiated for float and double). Each
+ * launches one sweep u -> out on `stream` and returns the launch's status. */
+template <typename T>
+cudaError_t heat_cuda_launch_naive(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream);
+template <typename T>
+cudaError_t heat_cuda_launch_tiled(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream);
+template <typename T>
+cudaError_t heat_cuda_launch_sliced(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream);
+template <typename T>
+cudaError_t heat_cuda_launch_register(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream);
+
+/* The w chunk and grid of the streaming kernels: enough blocks for a few
+ * waves of the device (cuda_backend.cu). */
+int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm);
+
+#endif
