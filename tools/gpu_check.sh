@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Builds heat with CUDA and checks it on this machine's GPU in one go:
+#   1. the gpu-labelled tests (every kernel against the CPU backend) and the
+#      restart tests;
+#   2. compute-sanitizer memcheck and racecheck on a small run of every kernel,
+#      float and double, 2D and 3D;
+#   3. `heat bench` (every kernel, 512^3 and 8192^2, float and double);
+#   4. the whole loop: `heat run` on a 512^3 float deck (all Dirichlet,
+#      residual every 100 steps, no output between start and end).
+# Logs and the bench JSON go to the directory given (default gpu-check/).
+#
+#   tools/gpu_check.sh [OUTDIR] [steps...]    steps: build tests sanitize bench loop
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-gpu-check}
+shift || true
+steps=${*:-build tests sanitize bench loop}
+mkdir -p "$out"
+build=${HEAT_GPU_BUILD:-build-gpu}
+jobs=$(nproc 2>/dev/null || echo 4)
+status=0
+
+has() { [[ " $steps " == *" $1 "* ]]; }
+say() { printf '\n== %s\n' "$*"; }
+
+if has build; then
+  say "build ($build)"
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON >"$out/configure.log" 2>&1 &&
+    cmake --build "$build" -j"$jobs" >"$out/build.log" 2>&1 || {
+    tail -40 "$out/configure.log" "$out/build.log"
+    exit 1
+  }
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem \
+    --format=csv | tee "$out/gpu.txt"
+fi
+heat=$build/heat
+
+if has tests; then
+  say "tests (gpu, restart)"
+  ctest --test-dir "$build" -L 'gpu|restart' --output-on-failure -j4 >"$out/tests.log" 2>&1 ||
+    status=1
+  grep -E "tests passed|Test +#|failures|FAILED|skipped" "$out/tests.log" | tail -20
+fi
+
+if has sanitize; then
+  say "compute-sanitizer"
+  deck=$out/sanitize.cfg
+  cat >"$deck" <<'EOF'
+grid = { points = [37, 19, 11]; length = [1.0, 0.5, 0.3]; };
+material = { diffusivity = 0.01; };
+time = { max_steps = 12; };
+steady = { tolerance = 1e-12; check_every = 4; };
+initial = { type = "gaussian"; center = [0.4, 0.2, 0.1]; width = 0.1; amplitude = 1.0; base = 0.5; };
+boundary = {
+  x_lo = { type = "dirichlet"; value = 1.0; }; x_hi = { type = "neumann"; gradient = 0.5; };
+  y_lo = { type = "periodic"; }; y_hi = { type = "periodic"; };
+  z_lo = { type = "neumann"; gradient = -1.0; }; z_hi = { type = "dirichlet"; value = 0.0; };
+};
+output = { every = 0; };
+solver = { backend = "cuda"; };
+EOF
+  : >"$out/sanitize.log"
+  # One small run per tool, kernel, precision and shape (odd x, x on the
+  # 16-byte path; 3D and 2D), eight at a time.
+  sanitize_one() {
+    local tool=$1 k=$2 p=$3 pts=$4 d
+    d=$out/san_${tool}_${k}_${p}_${pts//[^0-9]/_}
+    if compute-sanitizer --tool "$tool" --error-exitcode 9 "$heat" run "$deck" --quiet \
+      --set "solver.kernel=$k" --set "solver.precision=$p" --set "grid.points=$pts" \
+      --set "output.dir=$d" >"$d.log" 2>&1; then
+      echo "ok   $tool $k $p $pts" >>"$out/sanitize.log"
+    else
+      { echo "FAIL $tool $k $p $pts"; cat "$d.log"; } >>"$out/sanitize.log"
+    fi
+    rm -rf "$d" "$d.log"
+  }
+  n=0
+  for tool in memcheck racecheck; do
+    for k in naive tiled sliced register_tiled; do
+      for p in float double; do
+        for pts in "[37,19,11]" "[44,19,11]" "[37,23,1]" "[520,23,1]"; do
+          sanitize_one "$tool" "$k" "$p" "$pts" &
+          n=$((n + 1))
+          if [ $n -ge 8 ]; then wait -n; n=$((n - 1)); fi
+        done
+      done
+    done
+  done
+  wait
+  grep -c '^ok' "$out/sanitize.log" | sed 's/$/ sanitizer runs clean/'
+  grep '^FAIL' "$out/sanitize.log" && status=1
+fi
+
+if has bench; then
+  say "bench"
+  "$heat" bench --runs 20 --json "$out/bench.json" | tee "$out/bench.txt" || status=1
+fi
+
+if has loop; then
+  say "whole loop: heat run, 512^3 float, all Dirichlet, residual every 100 steps"
+  cat >"$out/loop.cfg" <<'EOF'
+name = "loop";
+grid = { points = [512, 512, 512]; length = [1.0, 1.0, 1.0]; };
+material = { diffusivity = 1.0; };
+time = { max_steps = 3000; };
+steady = { tolerance = 1e-12; check_every = 100; };
+initial = { type = "gaussian"; center = [0.5, 0.5, 0.5]; width = 0.1; amplitude = 1.0; base = 0.0; };
+boundary = {
+  x_lo = { type = "dirichlet"; value = 1.0; }; x_hi = { type = "dirichlet"; value = 0.0; };
+  y_lo = { type = "dirichlet"; value = 0.0; }; y_hi = { type = "dirichlet"; value = 0.0; };
+  z_lo = { type = "dirichlet"; value = 0.0; }; z_hi = { type = "dirichlet"; value = 0.0; };
+};
+output = { every = 0; checkpoint_every = 0; };
+solver = { backend = "cuda"; precision = "float"; };
+EOF
+  "$heat" run "$out/loop.cfg" --overwrite --set "output.dir=$out/loop" | tee "$out/loop.txt" ||
+    status=1
+  rm -rf "$out/loop"
+fi
+exit $status
