@@ -27,7 +27,7 @@ if has build; then
   say "build ($build)"
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON >"$out/configure.log" 2>&1 &&
     cmake --build "$build" -j"$jobs" >"$out/build.log" 2>&1 || {
-    tail -40 "$out/configure.log" "$out/build.log"
+    tail -n 40 "$out/configure.log" "$out/build.log"
     exit 1
   }
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem \

@@ -22,6 +22,9 @@
  * Literature: the z-sliced register scheme of Micikevicius (GPGPU-2, 2009);
  * Rawat et al., "Register optimizations for stencils on GPUs" (PPoPP 2018).
  */
+#include <cstdlib>
+#include <cstring>
+
 #include "stencil.cuh"
 
 template <typename T, int VX> struct hk_vec {
@@ -231,13 +234,40 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
     return cudaGetLastError();
 }
 
+/* The 3D tile in threads (x) by rows (y). 32 x 8 is the default; the others
+ * are there to be measured (HEAT_CUDA_TILE=32x16, 64x4 or 64x8; see
+ * docs/PERFORMANCE.md). */
+static int tile_choice(void)
+{
+    static int t = -1;
+    if (t < 0) {
+        const char *s = getenv("HEAT_CUDA_TILE");
+        t = !s ? 0 : !strcmp(s, "32x16") ? 1 : !strcmp(s, "64x4") ? 2 : !strcmp(s, "64x8") ? 3 : 0;
+    }
+    return t;
+}
+
+template <typename T, int VX>
+static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
+{
+    switch (tile_choice()) {
+    case 1:
+        return launch<T, true, VX, 32, 16>(a, stream);
+    case 2:
+        return launch<T, true, VX, 64, 4>(a, stream);
+    case 3:
+        return launch<T, true, VX, 64, 8>(a, stream);
+    default:
+        return launch<T, true, VX, 32, 8>(a, stream);
+    }
+}
+
 template <typename T>
 cudaError_t heat_cuda_launch_register(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
     const bool vec = a.nx % V == 0;
-    if (d3)
-        return vec ? launch<T, true, V, 32, 8>(a, stream) : launch<T, true, 1, 32, 8>(a, stream);
+    if (d3) return vec ? launch3<T, V>(a, stream) : launch3<T, 1>(a, stream);
     return vec ? launch<T, false, V, 128, 1>(a, stream) : launch<T, false, 1, 128, 1>(a, stream);
 }
 
