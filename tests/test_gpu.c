@@ -32,7 +32,6 @@
 #endif
 
 static const char *const kernels[] = {"naive", "tiled", "sliced", "register_tiled"};
-static const char *const bc_names[] = {"dirichlet", "neumann", "periodic"};
 
 /* The five ways an axis can be bounded: DD, DN, ND, NN, PP. */
 static const int axis_kinds[5][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}};
@@ -55,14 +54,22 @@ static void make_case(heat_case *c, const int64_t n[3], const int types[6], cons
     p += snprintf(p, (size_t)(end - p),
                   "grid = { points = [%lld, %lld, %lld]; length = [1.0, 0.37, 2.3]; };\n"
                   "material = { diffusivity = 0.01; };\ntime = { max_steps = 50; };\n"
+                  "initial = { type = \"constant\"; value = 1.0; };\n"
                   "solver = { backend = \"%s\"; precision = \"%s\"; kernel = \"%s\"; };\n"
                   "boundary = {\n",
                   (long long)n[0], (long long)n[1], (long long)n[2], backend, prec, kernel);
     const int nf = n[2] == 1 ? 4 : 6;
-    for (int f = 0; f < nf; f++)
-        p += snprintf(p, (size_t)(end - p),
-                      "  %s = { type = \"%s\"; value = 0.5; gradient = %.17g; };\n", faces[f],
-                      bc_names[types[f]], grads[f]);
+    for (int f = 0; f < nf; f++) {
+        if (types[f] == 0)
+            p += snprintf(p, (size_t)(end - p), "  %s = { type = \"dirichlet\"; value = 0.5; };\n",
+                          faces[f]);
+        else if (types[f] == 1)
+            p +=
+                snprintf(p, (size_t)(end - p),
+                         "  %s = { type = \"neumann\"; gradient = %.17g; };\n", faces[f], grads[f]);
+        else
+            p += snprintf(p, (size_t)(end - p), "  %s = { type = \"periodic\"; };\n", faces[f]);
+    }
     snprintf(p, (size_t)(end - p), "};\n");
     heat_error err;
     int rc = heat_deck_load_string(deck, "test_gpu", NULL, 0, c, NULL, NULL, &err);

@@ -59,9 +59,8 @@ template <typename T, int VX> __device__ __forceinline__ void vstore(T *p, const
     }
 }
 
-template <typename T, bool D3, bool RES, int VX, int BXT, int BP>
-__global__ void __launch_bounds__(BXT *BP, 2048 / (BXT * BP) / 2)
-    register_kernel(const heat_stencil_args<T> a)
+template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int PD, int MINB>
+__global__ void __launch_bounds__(BXT *BP, MINB) register_kernel(const heat_stencil_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
     constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH, RS = BX + 2 * VX;
@@ -136,10 +135,12 @@ __global__ void __launch_bounds__(BXT *BP, 2048 / (BXT * BP) / 2)
     if (D3) hk_ghost(j, a.np, a.bp, a.gp, apm, app);
 
     unsigned long long m = 0;
-    hk_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
+    /* Centres: prev, cur, nxt in use; nn (and n3 when PD = 2) in flight. */
+    hk_vec<T, VX> prev, cur, nxt, nn, n3, hcur, hnext, hnn;
     load_group(w0 - 1, prev);
     load_group(w0, cur);
     load_group(w0 + 1, nxt);
+    if (PD == 2 && w0 + 1 < w1) load_group(w0 + 2, nn);
     load_halo(w0, hcur);
     if (w0 + 1 < w1) load_halo(w0 + 1, hnext);
     store_plane(0, cur, hcur);
@@ -147,7 +148,8 @@ __global__ void __launch_bounds__(BXT *BP, 2048 / (BXT * BP) / 2)
 
     for (int w = w0; w < w1; w++) {
         const int b = (w - w0) & 1;
-        if (w + 1 < w1) load_group(w + 2, nn);
+        if (PD == 1 && w + 1 < w1) load_group(w + 2, nn);
+        if (PD == 2 && w + 2 < w1) load_group(w + 3, n3);
         if (w + 2 < w1) load_halo(w + 2, hnn);
 
         /* x neighbours at the group's ends: the neighbouring lane, or the
@@ -207,18 +209,20 @@ __global__ void __launch_bounds__(BXT *BP, 2048 / (BXT * BP) / 2)
         prev = cur;
         cur = nxt;
         nxt = nn;
+        if (PD == 2) nn = n3;
         hnext = hnn;
     }
     if (RES) hk_block_max(m, a.resid);
 }
 
-template <typename T, bool D3, int VX, int BXT, int BP>
+template <typename T, bool D3, int VX, int BXT, int BP, int PD = 1,
+          int MINB = 2048 / (BXT * BP) / 2>
 static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
         cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, register_kernel<T, D3, false, VX, BXT, BP>, BXT * BP, 0);
+            &blocks_per_sm, register_kernel<T, D3, false, VX, BXT, BP, PD, MINB>, BXT * BP, 0);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
@@ -228,35 +232,48 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
     b.wchunk = heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
     const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     if (a.resid)
-        register_kernel<T, D3, true, VX, BXT, BP><<<grid, block, 0, stream>>>(b);
+        register_kernel<T, D3, true, VX, BXT, BP, PD, MINB><<<grid, block, 0, stream>>>(b);
     else
-        register_kernel<T, D3, false, VX, BXT, BP><<<grid, block, 0, stream>>>(b);
+        register_kernel<T, D3, false, VX, BXT, BP, PD, MINB><<<grid, block, 0, stream>>>(b);
     return cudaGetLastError();
 }
 
-/* The 3D tile in threads (x) by rows (y). 32 x 8 is the default; the others
- * are there to be measured (HEAT_CUDA_TILE=32x16, 64x4 or 64x8; see
- * docs/PERFORMANCE.md). */
-static int tile_choice(void)
+/* Variants of the 3D kernel, to be measured (HEAT_CUDA_VARIANT; see
+ * docs/PERFORMANCE.md): tile threads (x) by rows (y), "p2" loads centres two
+ * planes ahead instead of one, "m3" lets the compiler use registers for 3
+ * resident blocks of 256 threads instead of 4. */
+static const char *const variants[] = {"32x8",   "32x16",    "64x4",   "64x8",
+                                       "32x8p2", "32x8p2m3", "64x4p2", "64x4p2m3"};
+static int variant_choice(void)
 {
-    static int t = -1;
-    if (t < 0) {
-        const char *s = getenv("HEAT_CUDA_TILE");
-        t = !s ? 0 : !strcmp(s, "32x16") ? 1 : !strcmp(s, "64x4") ? 2 : !strcmp(s, "64x8") ? 3 : 0;
+    static int v = -1;
+    if (v < 0) {
+        const char *s = getenv("HEAT_CUDA_VARIANT");
+        v = 0;
+        for (int i = 0; s && i < (int)(sizeof variants / sizeof variants[0]); i++)
+            if (!strcmp(s, variants[i])) v = i;
     }
-    return t;
+    return v;
 }
 
 template <typename T, int VX>
 static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
-    switch (tile_choice()) {
+    switch (variant_choice()) {
     case 1:
         return launch<T, true, VX, 32, 16>(a, stream);
     case 2:
         return launch<T, true, VX, 64, 4>(a, stream);
     case 3:
         return launch<T, true, VX, 64, 8>(a, stream);
+    case 4:
+        return launch<T, true, VX, 32, 8, 2>(a, stream);
+    case 5:
+        return launch<T, true, VX, 32, 8, 2, 3>(a, stream);
+    case 6:
+        return launch<T, true, VX, 64, 4, 2>(a, stream);
+    case 7:
+        return launch<T, true, VX, 64, 4, 2, 3>(a, stream);
     default:
         return launch<T, true, VX, 32, 8>(a, stream);
     }
