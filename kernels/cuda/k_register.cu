@@ -59,7 +59,7 @@ template <typename T, int VX> __device__ __forceinline__ void vstore(T *p, const
     }
 }
 
-template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int PD, int MINB>
+template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB>
 __global__ void __launch_bounds__(BXT *BP, MINB) register_kernel(const heat_stencil_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
@@ -135,12 +135,11 @@ __global__ void __launch_bounds__(BXT *BP, MINB) register_kernel(const heat_sten
     if (D3) hk_ghost(j, a.np, a.bp, a.gp, apm, app);
 
     unsigned long long m = 0;
-    /* Centres: prev, cur, nxt in use; nn (and n3 when PD = 2) in flight. */
-    hk_vec<T, VX> prev, cur, nxt, nn, n3, hcur, hnext, hnn;
+    /* Centres: prev, cur, nxt in use, nn in flight. */
+    hk_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
     load_group(w0 - 1, prev);
     load_group(w0, cur);
     load_group(w0 + 1, nxt);
-    if (PD == 2 && w0 + 1 < w1) load_group(w0 + 2, nn);
     load_halo(w0, hcur);
     if (w0 + 1 < w1) load_halo(w0 + 1, hnext);
     store_plane(0, cur, hcur);
@@ -148,8 +147,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) register_kernel(const heat_sten
 
     for (int w = w0; w < w1; w++) {
         const int b = (w - w0) & 1;
-        if (PD == 1 && w + 1 < w1) load_group(w + 2, nn);
-        if (PD == 2 && w + 2 < w1) load_group(w + 3, n3);
+        if (w + 1 < w1) load_group(w + 2, nn);
         if (w + 2 < w1) load_halo(w + 2, hnn);
 
         /* x neighbours at the group's ends: the neighbouring lane, or the
@@ -209,20 +207,18 @@ __global__ void __launch_bounds__(BXT *BP, MINB) register_kernel(const heat_sten
         prev = cur;
         cur = nxt;
         nxt = nn;
-        if (PD == 2) nn = n3;
         hnext = hnn;
     }
     if (RES) hk_block_max(m, a.resid);
 }
 
-template <typename T, bool D3, int VX, int BXT, int BP, int PD = 1,
-          int MINB = 2048 / (BXT * BP) / 2>
+template <typename T, bool D3, int VX, int BXT, int BP, int MINB = 2048 / (BXT * BP) / 2>
 static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
         cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, register_kernel<T, D3, false, VX, BXT, BP, PD, MINB>, BXT * BP, 0);
+            &blocks_per_sm, register_kernel<T, D3, false, VX, BXT, BP, MINB>, BXT * BP, 0);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
@@ -232,50 +228,37 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
     b.wchunk = heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
     const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     if (a.resid)
-        register_kernel<T, D3, true, VX, BXT, BP, PD, MINB><<<grid, block, 0, stream>>>(b);
+        register_kernel<T, D3, true, VX, BXT, BP, MINB><<<grid, block, 0, stream>>>(b);
     else
-        register_kernel<T, D3, false, VX, BXT, BP, PD, MINB><<<grid, block, 0, stream>>>(b);
+        register_kernel<T, D3, false, VX, BXT, BP, MINB><<<grid, block, 0, stream>>>(b);
     return cudaGetLastError();
 }
 
-/* Variants of the 3D kernel, to be measured (HEAT_CUDA_VARIANT; see
- * docs/PERFORMANCE.md): tile threads (x) by rows (y), "p2" loads centres two
- * planes ahead instead of one, "m3" lets the compiler use registers for 3
- * resident blocks of 256 threads instead of 4. */
-static const char *const variants[] = {"32x8",   "32x16",    "64x4",   "64x8",
-                                       "32x8p2", "32x8p2m3", "64x4p2", "64x4p2m3"};
-static int variant_choice(void)
+/* The 3D tile in threads (x) by rows (y): 64 x 4 by default, the fastest
+ * measured (docs/PERFORMANCE.md); the others can be measured with
+ * HEAT_CUDA_TILE=32x8, 32x16 or 64x8. */
+static int tile_choice(void)
 {
-    static int v = -1;
-    if (v < 0) {
-        const char *s = getenv("HEAT_CUDA_VARIANT");
-        v = 0;
-        for (int i = 0; s && i < (int)(sizeof variants / sizeof variants[0]); i++)
-            if (!strcmp(s, variants[i])) v = i;
+    static int t = -1;
+    if (t < 0) {
+        const char *s = getenv("HEAT_CUDA_TILE");
+        t = !s ? 0 : !strcmp(s, "32x8") ? 1 : !strcmp(s, "32x16") ? 2 : !strcmp(s, "64x8") ? 3 : 0;
     }
-    return v;
+    return t;
 }
 
 template <typename T, int VX>
 static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
-    switch (variant_choice()) {
+    switch (tile_choice()) {
     case 1:
-        return launch<T, true, VX, 32, 16>(a, stream);
+        return launch<T, true, VX, 32, 8>(a, stream);
     case 2:
-        return launch<T, true, VX, 64, 4>(a, stream);
+        return launch<T, true, VX, 32, 16>(a, stream);
     case 3:
         return launch<T, true, VX, 64, 8>(a, stream);
-    case 4:
-        return launch<T, true, VX, 32, 8, 2>(a, stream);
-    case 5:
-        return launch<T, true, VX, 32, 8, 2, 3>(a, stream);
-    case 6:
-        return launch<T, true, VX, 64, 4, 2>(a, stream);
-    case 7:
-        return launch<T, true, VX, 64, 4, 2, 3>(a, stream);
     default:
-        return launch<T, true, VX, 32, 8>(a, stream);
+        return launch<T, true, VX, 64, 4>(a, stream);
     }
 }
 
