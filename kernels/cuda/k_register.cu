@@ -63,6 +63,7 @@ template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB>
 __global__ void __launch_bounds__(BXT *BP, MINB) register_kernel(const heat_stencil_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
+    static_assert(BXT * BP >= (D3 ? 2 * BXT : 0) + 2 * BP, "one thread per halo load");
     constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH, RS = BX + 2 * VX;
     __shared__ __align__(16) T sm[2][ROWS][RS];
 
@@ -236,13 +237,18 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
 
 /* The 3D tile in threads (x) by rows (y): 64 x 4 by default, the fastest
  * measured (docs/PERFORMANCE.md); the others can be measured with
- * HEAT_CUDA_TILE=32x8, 32x16 or 64x8. */
+ * HEAT_CUDA_TILE=32x8, 32x16, 64x8 or 128x4. */
 static int tile_choice(void)
 {
     static int t = -1;
     if (t < 0) {
         const char *s = getenv("HEAT_CUDA_TILE");
-        t = !s ? 0 : !strcmp(s, "32x8") ? 1 : !strcmp(s, "32x16") ? 2 : !strcmp(s, "64x8") ? 3 : 0;
+        t = !s                    ? 0
+            : !strcmp(s, "32x8")  ? 1
+            : !strcmp(s, "32x16") ? 2
+            : !strcmp(s, "64x8")  ? 3
+            : !strcmp(s, "128x4") ? 4
+                                  : 0;
     }
     return t;
 }
@@ -257,6 +263,8 @@ static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
         return launch<T, true, VX, 32, 16>(a, stream);
     case 3:
         return launch<T, true, VX, 64, 8>(a, stream);
+    case 4:
+        return launch<T, true, VX, 128, 4>(a, stream);
     default:
         return launch<T, true, VX, 64, 4>(a, stream);
     }
