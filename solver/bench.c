@@ -395,19 +395,7 @@ int heat_bench_main(int argc, char **argv)
     threads = omp_get_max_threads();
 #endif
 #ifdef HEAT_HAVE_CUDA
-    if (want_cuda) {
-        /* The device's name, from a backend of the smallest grid. */
-        heat_case c;
-        heat_error e;
-        heat_backend *probe = NULL;
-        if (!heat_deck_load_string("grid = { points = [3, 3, 1]; };\n"
-                                   "time = { max_steps = 1; };\n"
-                                   "solver = { backend = \"cuda\"; };\n",
-                                   "bench", NULL, 0, &c, NULL, NULL, &e) &&
-            !heat_case_derive(&c, &e) && !heat_backend_create(&c, NULL, &probe, &e))
-            snprintf(gpu_name, sizeof gpu_name, "%s", heat_cuda_device_name(probe));
-        heat_backend_destroy(probe);
-    }
+    if (want_cuda) heat_cuda_current_device(gpu_name, sizeof gpu_name);
 #endif
     printf("heat bench: %s, %d OpenMP thread%s%s%s; median of %d runs\n", machine, threads,
            threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, runs);

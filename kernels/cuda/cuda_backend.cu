@@ -335,6 +335,17 @@ extern "C" const char *heat_cuda_device_name(const heat_backend *b)
     return ((const cuda_state *)b->impl)->device;
 }
 
+extern "C" void heat_cuda_current_device(char *buf, size_t n)
+{
+    int dev = 0;
+    cudaDeviceProp p;
+    if (n) buf[0] = '\0';
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)
+        snprintf(buf, n, "%s", p.name);
+    else
+        cudaGetLastError();
+}
+
 extern "C" int heat_cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms,
                                     double *steps_ms, heat_error *err)
 {

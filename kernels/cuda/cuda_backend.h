@@ -26,6 +26,9 @@ int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error 
 /* The name of the GPU the backend runs on. */
 const char *heat_cuda_device_name(const heat_backend *b);
 
+/* The name of the current CUDA device into buf[n] ("" when there is none). */
+void heat_cuda_current_device(char *buf, size_t n);
+
 /* For `heat bench`: `runs` pairs of (a device-to-device copy of one field, then
  * `steps` sweeps), each timed with CUDA events; returns the medians in
  * milliseconds. The copy goes to a scratch buffer, so the field is untouched

@@ -60,7 +60,8 @@ template <typename T, int VX> __device__ __forceinline__ void vstore(T *p, const
 }
 
 template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB>
-__global__ void __launch_bounds__(BXT *BP, MINB) register_kernel(const heat_stencil_args<T> a)
+__global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
+    register_kernel(const heat_stencil_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
     static_assert(BXT * BP >= (D3 ? 2 * BXT : 0) + 2 * BP, "one thread per halo load");

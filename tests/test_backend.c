@@ -1,0 +1,152 @@
+/* Backend selection (solver.backend): "cpu", "cuda" and "auto" on whatever
+ * machine the tests run on. Without a usable GPU (or without CUDA in the
+ * build) "cuda" is an error that gives the reason and `heat run` exits 1;
+ * "auto" runs on the CPU and says why. With a GPU, "cuda" and "auto" both
+ * run there. Nothing is skipped: each machine checks the half it can. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend.h"
+#include "deck.h"
+#include "stability.h"
+#include "test_util.h"
+#ifdef HEAT_HAVE_CUDA
+#include "cuda_backend.h"
+#endif
+
+/* Whether this build and machine can run the CUDA backend; why not in `why`. */
+static int gpu_usable(char *why, size_t n)
+{
+#ifdef HEAT_HAVE_CUDA
+    return heat_cuda_usable(why, n);
+#else
+    snprintf(why, n, "built without CUDA");
+    return 0;
+#endif
+}
+
+static void load(heat_case *c, const char *backend)
+{
+    char deck[512];
+    snprintf(deck, sizeof deck,
+             "grid = { points = [12, 10, 8]; length = [1.0, 1.0, 1.0]; };\n"
+             "material = { diffusivity = 1.0; };\n"
+             "time = { max_steps = 3; };\n"
+             "boundary = {\n"
+             "  x_lo = { type = \"dirichlet\"; value = 1.0; }; x_hi = { type = \"neumann\"; "
+             "gradient = 0.0; };\n"
+             "  y_lo = { type = \"periodic\"; }; y_hi = { type = \"periodic\"; };\n"
+             "  z_lo = { type = \"neumann\"; gradient = 1.0; }; z_hi = { type = \"dirichlet\"; "
+             "value = 0.0; };\n"
+             "};\n"
+             "initial = { type = \"constant\"; value = 1.0; };\n"
+             "solver = { backend = \"%s\"; };\n",
+             backend);
+    heat_error err;
+    int rc = heat_deck_load_string(deck, "test_backend", NULL, 0, c, NULL, NULL, &err);
+    if (!rc) rc = heat_case_derive(c, &err);
+    if (rc) fail_msg("%s", err.msg);
+}
+
+static void test_cuda_backend(void **state)
+{
+    (void)state;
+    char why[512];
+    const int gpu = gpu_usable(why, sizeof why);
+    heat_case c;
+    load(&c, "cuda");
+    heat_backend *b = NULL;
+    heat_error err;
+    int rc = heat_backend_create(&c, NULL, &b, &err);
+    if (gpu) {
+        assert_int_equal(rc, HEAT_OK);
+        assert_non_null(b);
+        assert_string_equal(strstr(heat_backend_describe(b), "cuda") ? "cuda" : "?", "cuda");
+    } else {
+        assert_int_equal(rc, HEAT_ERUNTIME);
+        assert_null(b);
+        print_message("%s\n", err.msg);
+        assert_non_null(strstr(err.msg, "cuda"));
+#ifdef HEAT_HAVE_CUDA
+        assert_non_null(strstr(err.msg, why)); /* the reason, as CUDA gave it */
+#else
+        assert_non_null(strstr(err.msg, "without CUDA"));
+#endif
+    }
+    heat_backend_destroy(b);
+}
+
+static void test_auto_backend(void **state)
+{
+    (void)state;
+    char why[512];
+    const int gpu = gpu_usable(why, sizeof why);
+    heat_case c;
+    load(&c, "auto");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *notices = open_memstream(&text, &len);
+    assert_non_null(notices);
+    heat_backend *b = NULL;
+    heat_error err;
+    assert_int_equal(heat_backend_create(&c, notices, &b, &err), HEAT_OK);
+    fclose(notices);
+    const char *d = heat_backend_describe(b);
+    if (gpu) {
+        assert_int_equal(strncmp(d, "cuda", 4), 0);
+        assert_int_equal(len, 0);
+    } else {
+        assert_int_equal(strncmp(d, "cpu", 3), 0);
+#ifdef HEAT_HAVE_CUDA
+        /* The fallback is said, with the reason. */
+        assert_non_null(strstr(text, "running on the CPU"));
+        assert_non_null(strstr(text, why));
+#endif
+    }
+    free(text);
+    heat_backend_destroy(b);
+}
+
+/* The program: backend = "cuda" without a GPU exits 1 with the reason and
+ * writes nothing; "auto" runs. */
+static void test_cli_exit_status(void **state)
+{
+    (void)state;
+    char why[512];
+    const int gpu = gpu_usable(why, sizeof why);
+    const char *dir = test_scratch_dir("cli");
+    char out_dir[4200];
+    snprintf(out_dir, sizeof out_dir, "output.dir=%s/run", dir);
+    const char *argv[] = {"run",   "--quiet", "--set", "grid.points=[12,10,8]",
+                          "--set", out_dir,   "--set", "solver.backend=cuda",
+                          NULL};
+    char *out = NULL, *errs = NULL;
+    int rc = test_run_heat(NULL, argv, &out, &errs);
+    if (gpu) {
+        assert_int_equal(rc, 0);
+    } else {
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(errs, "solver.backend = \"cuda\""));
+        char hist[4300];
+        snprintf(hist, sizeof hist, "%s/run/history.csv", dir);
+        assert_false(test_exists(hist));
+    }
+    free(out);
+    free(errs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cuda_backend),
+        cmocka_unit_test(test_auto_backend),
+        cmocka_unit_test(test_cli_exit_status),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
