@@ -12,6 +12,11 @@ typedef struct heat_backend_ops {
     int (*advance)(heat_backend *b, int64_t steps, double *residual, heat_error *err);
     int (*download)(heat_backend *b, void *host_field, heat_error *err);
     void (*destroy)(heat_backend *b);
+    /* Optional (NULL: download at once, nothing to wait for, malloc/free). */
+    int (*download_start)(heat_backend *b, void *host_field, heat_error *err);
+    int (*download_wait)(heat_backend *b, heat_error *err);
+    void *(*host_alloc)(heat_backend *b, size_t bytes);
+    void (*host_free)(heat_backend *b, void *p);
 } heat_backend_ops;
 
 struct heat_backend {

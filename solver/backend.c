@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "backend_impl.h"
 
@@ -46,6 +47,30 @@ int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_
 int heat_backend_download(heat_backend *b, void *host_field, heat_error *err)
 {
     return b->ops->download(b, host_field, err);
+}
+
+int heat_backend_download_start(heat_backend *b, void *host_field, heat_error *err)
+{
+    if (b->ops->download_start) return b->ops->download_start(b, host_field, err);
+    return b->ops->download(b, host_field, err);
+}
+
+int heat_backend_download_wait(heat_backend *b, heat_error *err)
+{
+    return b->ops->download_wait ? b->ops->download_wait(b, err) : HEAT_OK;
+}
+
+void *heat_backend_host_alloc(heat_backend *b, size_t bytes)
+{
+    return b->ops->host_alloc ? b->ops->host_alloc(b, bytes) : malloc(bytes);
+}
+
+void heat_backend_host_free(heat_backend *b, void *p)
+{
+    if (b->ops->host_free)
+        b->ops->host_free(b, p);
+    else
+        free(p);
 }
 
 const char *heat_backend_describe(const heat_backend *b)

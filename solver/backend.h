@@ -34,6 +34,22 @@ int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_
 /* Copies the current field to host memory of nx*ny*nz values. */
 int heat_backend_download(heat_backend *b, void *host_field, heat_error *err);
 
+/* The same copy, overlapped with the steps that follow: starts copying the
+ * current field into `host_field` and returns; the field in host memory is
+ * complete once heat_backend_download_wait() returns, and advance() may be
+ * called in between. One copy at a time (starting a second waits for the
+ * first). The CUDA backend snapshots the field on the device and copies it on
+ * a second stream; the CPU backend copies at once. For the overlap the host
+ * memory should come from heat_backend_host_alloc(). */
+int heat_backend_download_start(heat_backend *b, void *host_field, heat_error *err);
+int heat_backend_download_wait(heat_backend *b, heat_error *err);
+
+/* Host memory suited to downloads (page-locked for the CUDA backend, where
+ * it can be had; else plain malloc), and its release. NULL when out of
+ * memory. */
+void *heat_backend_host_alloc(heat_backend *b, size_t bytes);
+void heat_backend_host_free(heat_backend *b, void *p);
+
 /* One line describing the backend ("cpu: OpenMP, 8 threads"). */
 const char *heat_backend_describe(const heat_backend *b);
 

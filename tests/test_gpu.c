@@ -242,6 +242,57 @@ static void test_more_than_2_31_points(void **state)
     assert_int_equal(check_all(n, t, 2, 0x9), 0);
 }
 
+/* An overlapped download holds the field of the step it was started at,
+ * although the run goes on meanwhile, with and without the device-side
+ * staging copy. */
+static void test_overlapped_download(void **state)
+{
+    (void)state;
+    const int64_t n[3] = {100, 37, 21};
+    const int t[6] = {1, 0, 2, 2, 0, 1};
+    const double g[6] = {0.3, 0, 0, 0, 0, -0.7};
+    for (int staging = 1; staging >= 0; staging--) {
+        setenv("HEAT_CUDA_NO_STAGING", staging ? "0" : "1", 1);
+        heat_case cg, cc;
+        make_case(&cg, n, t, "double", "cuda", "register_tiled", g);
+        make_case(&cc, n, t, "double", "cpu", "register_tiled", g);
+        const size_t bytes = (size_t)cg.d.points * sizeof(double);
+        double *f = malloc(bytes), *want5 = malloc(bytes), *want12 = malloc(bytes);
+        double *got12 = malloc(bytes);
+        assert_non_null(f);
+        assert_non_null(want5);
+        assert_non_null(want12);
+        assert_non_null(got12);
+        fill(f, cg.d.points, 8);
+        run_backend(&cc, f, 5, want5, NULL, 0);
+        run_backend(&cc, f, 12, want12, NULL, 0);
+
+        heat_backend *b = NULL;
+        heat_error err;
+        assert_int_equal(heat_backend_create(&cg, NULL, &b, &err), HEAT_OK);
+        double *host = heat_backend_host_alloc(b, bytes);
+        assert_non_null(host);
+        memset(host, 0, bytes);
+        assert_int_equal(heat_backend_upload(b, f, &err), HEAT_OK);
+        assert_int_equal(heat_backend_advance(b, 5, NULL, &err), HEAT_OK);
+        assert_int_equal(heat_backend_download_start(b, host, &err), HEAT_OK);
+        assert_int_equal(heat_backend_advance(b, 1, NULL, &err), HEAT_OK);
+        assert_int_equal(heat_backend_advance(b, 6, NULL, &err), HEAT_OK);
+        assert_int_equal(heat_backend_download_wait(b, &err), HEAT_OK);
+        assert_int_equal(heat_backend_download(b, got12, &err), HEAT_OK);
+        assert_true(
+            compare(&cg, want5, host, staging ? "download at 5 (staging)" : "download at 5"));
+        assert_true(compare(&cg, want12, got12, "field at 12"));
+        heat_backend_host_free(b, host);
+        heat_backend_destroy(b);
+        free(f);
+        free(want5);
+        free(want12);
+        free(got12);
+    }
+    unsetenv("HEAT_CUDA_NO_STAGING");
+}
+
 /* A non-finite field is reported through the residual, as on the CPU. */
 static void test_nan_reaches_the_residual(void **state)
 {
@@ -299,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_every_face_combination),
         cmocka_unit_test(test_awkward_sizes),
         cmocka_unit_test(test_nan_reaches_the_residual),
+        cmocka_unit_test(test_overlapped_download),
         cmocka_unit_test(test_out_of_memory_message),
         cmocka_unit_test(test_more_than_2_31_points),
     };

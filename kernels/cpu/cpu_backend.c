@@ -100,7 +100,8 @@ static void cpu_destroy(heat_backend *b)
     free(b);
 }
 
-static const heat_backend_ops cpu_ops = {cpu_upload, cpu_advance, cpu_download, cpu_destroy};
+static const heat_backend_ops cpu_ops = {cpu_upload, cpu_advance, cpu_download, cpu_destroy,
+                                         NULL,       NULL,        NULL,         NULL};
 
 int heat_cpu_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
 {
