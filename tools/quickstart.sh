@@ -15,8 +15,11 @@ case "$mode" in
   *) echo "usage: tools/quickstart.sh [run|test]" >&2; exit 2 ;;
 esac
 
-# Debian package names; gcc brings OpenMP (libgomp).
-packages=(build-essential cmake pkg-config libhdf5-dev libconfig-dev libcmocka-dev)
+# Debian package names; gcc brings OpenMP (libgomp). The Python ones are for
+# tools/heat_plot.py and the ParaView, plot and restart tests (pvpython comes
+# with python3-paraview; it needs none of the packages it only recommends).
+packages=(build-essential cmake pkg-config libhdf5-dev libconfig-dev libcmocka-dev
+          python3-h5py python3-matplotlib python3-paraview)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -37,7 +40,8 @@ cmake --build build -j"$jobs"
 if [ "$mode" = run ]; then
   # The default deck writes to out/default; rerunning the quick start replaces it.
   build/heat run --overwrite
-  echo "quickstart: done; see out/default/ and 'build/heat --help'"
+  echo "quickstart: done; see out/default/ (open default.xmf in ParaView, or"
+  echo "  tools/heat_plot.py history out/default/history.csv -o history.png) and 'build/heat --help'"
 else
   ctest --test-dir build --output-on-failure -j"$jobs"
 fi

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Pictures of a heat run, without a display.
+
+  heat_plot.py slice FILE.vtkhdf [--axis x|y|z] [--index K | --position P] [-o OUT.png]
+  heat_plot.py history DIR/history.csv [-o OUT.png]
+
+`slice` draws one plane of a snapshot or checkpoint's temperature, coloured,
+with a colour bar and axes in the run's units (from the file's Origin and
+Spacing). The default plane is the middle one normal to z, the only one of a
+2D run. `history` draws the residual max|du/dt| (log scale) and the simulated
+time against the step, from a run's history.csv.
+
+Exit status: 0 done, 2 bad usage or a file that is missing or not of the
+expected layout (the message says which). Needs Python 3 with numpy, h5py and
+matplotlib (Debian: python3-h5py python3-matplotlib).
+"""
+
+import argparse
+import csv
+import math
+import os
+import re
+import sys
+
+PROG = "heat_plot.py"
+
+
+class UsageError(Exception):
+    """A problem with the command line or an input file: exit status 2."""
+
+
+def need_modules(*names):
+    """Imports `names` (matplotlib last: it is slow to import, and a bad input
+    file is better reported before that)."""
+    try:
+        for name in names:
+            __import__(name)
+    except ImportError as e:
+        raise UsageError(
+            "%s; this tool needs numpy, h5py and matplotlib "
+            "(Debian: apt-get install python3-h5py python3-matplotlib)" % e)
+    if "matplotlib" in names:
+        import matplotlib
+        matplotlib.use("Agg")  # headless: never open a window
+
+
+def check_readable(path):
+    if not os.path.exists(path):
+        raise UsageError("%s: no such file" % path)
+    if os.path.isdir(path):
+        raise UsageError("%s: is a directory, not a file" % path)
+    if not os.access(path, os.R_OK):
+        raise UsageError("%s: not readable" % path)
+
+
+# ---------------------------------------------------------------- snapshots
+
+AXES = "xyz"
+
+
+def attr_text(v):
+    if isinstance(v, bytes):
+        return v.decode("ascii", "replace")
+    if hasattr(v, "tobytes") and getattr(v, "dtype", None) is not None and v.dtype.kind == "S":
+        return v.tobytes().decode("ascii", "replace").rstrip("\0")
+    return str(v)
+
+
+def read_snapshot(path):
+    """The field (nz, ny, nx) and the grid of a VTKHDF ImageData file."""
+    import h5py
+    import numpy as np
+
+    check_readable(path)
+    if not h5py.is_hdf5(path):
+        raise UsageError("%s: not an HDF5 file (expected a .vtkhdf snapshot or checkpoint)" % path)
+    try:
+        with h5py.File(path, "r") as f:
+            if "VTKHDF" not in f:
+                raise UsageError("%s: no /VTKHDF group: not a VTKHDF file" % path)
+            g = f["VTKHDF"]
+            kind = attr_text(g.attrs.get("Type", b""))
+            if kind != "ImageData":
+                raise UsageError("%s: /VTKHDF Type is %r, expected 'ImageData'" % (path, kind))
+            for key in ("WholeExtent", "Origin", "Spacing"):
+                if key not in g.attrs:
+                    raise UsageError("%s: /VTKHDF has no %s attribute" % (path, key))
+            ext = [int(v) for v in np.asarray(g.attrs["WholeExtent"]).ravel()]
+            origin = [float(v) for v in np.asarray(g.attrs["Origin"]).ravel()]
+            spacing = [float(v) for v in np.asarray(g.attrs["Spacing"]).ravel()]
+            if len(ext) != 6 or len(origin) != 3 or len(spacing) != 3:
+                raise UsageError("%s: WholeExtent, Origin or Spacing of the wrong length "
+                                 "(%d, %d, %d; expected 6, 3, 3)"
+                                 % (path, len(ext), len(origin), len(spacing)))
+            n = [ext[1] - ext[0] + 1, ext[3] - ext[2] + 1, ext[5] - ext[4] + 1]
+            if "PointData" not in g or "temperature" not in g["PointData"]:
+                raise UsageError("%s: no /VTKHDF/PointData/temperature dataset" % path)
+            ds = g["PointData"]["temperature"]
+            if tuple(ds.shape) != (n[2], n[1], n[0]):
+                raise UsageError("%s: temperature has shape %s, but WholeExtent says (nz, ny, nx) "
+                                 "= (%d, %d, %d)" % (path, tuple(ds.shape), n[2], n[1], n[0]))
+            field = ds[()]
+            step = int(f.attrs["step"]) if "step" in f.attrs else None
+            time = float(f.attrs["time"]) if "time" in f.attrs else None
+    except UsageError:
+        raise
+    except (OSError, KeyError, ValueError) as e:
+        raise UsageError("%s: cannot read: %s" % (path, e))
+    return {"field": field, "n": n, "origin": origin, "spacing": spacing,
+            "step": step, "time": time, "name": run_name(path)}
+
+
+def run_name(path):
+    """The run's name from `<name>_<step>.vtkhdf` or `<name>_ckpt_<step>.vtkhdf`."""
+    base = os.path.basename(path)
+    m = re.match(r"^(.*?)(_ckpt)?_(\d+)\.vtkhdf$", base)
+    if m:
+        return m.group(1) + (" (checkpoint)" if m.group(2) else "")
+    return os.path.splitext(base)[0]
+
+
+def choose_plane(snap, axis, index, position):
+    """The index along `axis` of the plane to draw."""
+    d = AXES.index(axis)
+    n = snap["n"][d]
+    if snap["n"][2] == 1 and axis != "z":
+        raise UsageError("this is a 2D run (nz = 1): its only plane is normal to z; "
+                         "leave out --axis or use --axis z")
+    if n == 1:
+        return 0  # the one plane of a 2D run, wherever its z is
+    if position is not None:
+        o, h = snap["origin"][d], snap["spacing"][d]
+        lo, hi = o, o + (n - 1) * h
+        if not (min(lo, hi) - 0.5 * abs(h) <= position <= max(lo, hi) + 0.5 * abs(h)):
+            raise UsageError("--position %g is outside the grid: %s runs from %g to %g"
+                             % (position, axis, lo, hi))
+        return min(max(int(round((position - o) / h)), 0), n - 1)
+    if index is not None:
+        k = index + n if index < 0 else index
+        if not 0 <= k < n:
+            raise UsageError("--index %d is outside 0..%d (n%s = %d)" % (index, n - 1, axis, n))
+        return k
+    return (n - 1) // 2
+
+
+def plot_slice(args):
+    need_modules("numpy", "h5py")
+    snap = read_snapshot(args.file)
+    axis = args.axis
+    k = choose_plane(snap, axis, args.index, args.position)
+    need_modules("matplotlib")
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if args.cmap not in matplotlib.colormaps:
+        raise UsageError("--cmap %s: not a matplotlib colour map (try inferno, viridis, "
+                         "coolwarm)" % args.cmap)
+    u = snap["field"]
+    d = AXES.index(axis)
+    if axis == "z":
+        plane, ha, va = u[k, :, :], 0, 1
+    elif axis == "y":
+        plane, ha, va = u[:, k, :], 0, 2
+    else:
+        plane, ha, va = u[:, :, k], 1, 2
+    o, h, n = snap["origin"], snap["spacing"], snap["n"]
+
+    def edges(a):  # node-centred: each value covers +-h/2 around its node
+        return (o[a] - 0.5 * h[a], o[a] + (n[a] - 0.5) * h[a])
+
+    x0, x1 = edges(ha)
+    y0, y1 = edges(va)
+    fig, ax = plt.subplots(figsize=(6.4, 5.0), dpi=args.dpi)
+    vmin = args.vmin if args.vmin is not None else float(np.nanmin(plane))
+    vmax = args.vmax if args.vmax is not None else float(np.nanmax(plane))
+    im = ax.imshow(np.asarray(plane, dtype=np.float64), origin="lower", extent=(x0, x1, y0, y1),
+                   cmap=args.cmap, vmin=vmin, vmax=vmax, interpolation="nearest",
+                   aspect="equal")
+    ax.set_xlabel(AXES[ha])
+    ax.set_ylabel(AXES[va])
+    # A colour bar as tall as the picture, whatever the plane's aspect ratio.
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+    cax = make_axes_locatable(ax).append_axes("right", size="4%", pad=0.15)
+    fig.colorbar(im, cax=cax, label="temperature")
+    where = "%s = %.6g" % (axis, o[d] + k * h[d])
+    if snap["n"][2] > 1 or axis != "z":
+        where += " (index %d of %d)" % (k, n[d])
+    else:
+        where = "2D"
+    step = "step %d" % snap["step"] if snap["step"] is not None else "step ?"
+    time = "t = %.6g" % snap["time"] if snap["time"] is not None else "t = ?"
+    ax.set_title("%s, %s, %s\n%s" % (snap["name"], step, time, where), fontsize=10)
+    fig.tight_layout()
+    out = args.output or default_output(args.file, "_%s%d.png" % (axis, k))
+    save(fig, out)
+
+
+# ---------------------------------------------------------------- history
+
+def read_history(path):
+    check_readable(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError("%s: not a text file (expected a heat history.csv): %s" % (path, e))
+    if not rows:
+        raise UsageError("%s: empty file (expected a header step,time,residual,...)" % path)
+    header = [c.strip() for c in rows[0]]
+    need = ("step", "time", "residual")
+    if any(c not in header for c in need):
+        raise UsageError("%s: header %r lacks %s: not a heat history.csv"
+                         % (path, ",".join(header), ", ".join(c for c in need if c not in header)))
+    col = {c: header.index(c) for c in need}
+    steps, times, res = [], [], []
+    for i, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        try:
+            steps.append(int(row[col["step"]]))
+            times.append(float(row[col["time"]]))
+            r = row[col["residual"]].strip() if len(row) > col["residual"] else ""
+            res.append(float(r) if r else math.nan)
+        except (ValueError, IndexError):
+            raise UsageError("%s:%d: not a row of numbers: %s" % (path, i, ",".join(row)))
+    if not steps:
+        raise UsageError("%s: no rows after the header" % path)
+    return steps, times, res
+
+
+def plot_history(args):
+    steps, times, res = read_history(args.file)
+    need_modules("matplotlib")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(6.4, 5.0), dpi=args.dpi)
+    pts = [(s, r) for s, r in zip(steps, res) if r == r and r > 0]
+    if pts:
+        ax1.semilogy([p[0] for p in pts], [p[1] for p in pts], ".-", color="tab:red")
+    else:
+        ax1.text(0.5, 0.5, "no residual recorded", ha="center", va="center",
+                 transform=ax1.transAxes)
+    ax1.set_ylabel("residual max|du/dt|")
+    ax1.grid(True, which="both", alpha=0.3)
+    ax2.plot(steps, times, ".-", color="tab:blue")
+    ax2.set_xlabel("step")
+    ax2.set_ylabel("time")
+    ax2.grid(True, alpha=0.3)
+    run = os.path.basename(os.path.dirname(os.path.abspath(args.file)))
+    ax1.set_title("%s: history (%d rows, last step %d, t = %.6g)"
+                  % (run, len(steps), steps[-1], times[-1]), fontsize=10)
+    fig.tight_layout()
+    out = args.output or default_output(args.file, ".png")
+    save(fig, out)
+
+
+# ---------------------------------------------------------------- common
+
+def default_output(path, suffix):
+    return os.path.splitext(path)[0] + suffix
+
+
+def save(fig, out):
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(out, bbox_inches="tight")
+    except OSError as e:
+        raise UsageError("cannot write %s: %s" % (out, e))
+    finally:
+        plt.close(fig)
+    print("%s: wrote %s" % (PROG, out))
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Pictures of a heat run (PNG, no display needed).",
+        epilog="exit status: 0 done, 2 bad usage or input file")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    s = sub.add_parser("slice", help="one plane of a snapshot's temperature",
+                       description="Draw one plane of the temperature in a .vtkhdf snapshot or "
+                       "checkpoint, in physical units. Default: the middle plane normal to z "
+                       "(the only plane of a 2D run).")
+    s.add_argument("file", metavar="FILE.vtkhdf")
+    s.add_argument("--axis", choices=list(AXES), default="z",
+                   help="the plane's normal (default z)")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--index", type=int, help="plane index along the axis (negative counts "
+                       "from the end; default the middle)")
+    where.add_argument("--position", type=float,
+                       help="plane coordinate along the axis; the nearest node plane is drawn")
+    s.add_argument("--vmin", type=float, help="lower end of the colour scale (default the data's)")
+    s.add_argument("--vmax", type=float, help="upper end of the colour scale (default the data's)")
+    s.add_argument("--cmap", default="inferno", help="matplotlib colour map (default inferno)")
+    s.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
+    s.add_argument("-o", "--output", metavar="OUT.png",
+                   help="output file (default FILE_<axis><index>.png beside FILE)")
+    s.set_defaults(func=plot_slice)
+
+    h = sub.add_parser("history", help="residual and time against step from history.csv",
+                       description="Draw the residual max|du/dt| (log scale) and the simulated "
+                       "time against the step from a run's history.csv.")
+    h.add_argument("file", metavar="history.csv")
+    h.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
+    h.add_argument("-o", "--output", metavar="OUT.png",
+                   help="output file (default history.png beside the csv)")
+    h.set_defaults(func=plot_history)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.dpi <= 0:
+        print("%s: --dpi must be > 0" % PROG, file=sys.stderr)
+        return 2
+    try:
+        args.func(args)
+    except UsageError as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
