@@ -698,8 +698,9 @@ static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
 
 static void v_output(vctx *v, const config_setting_t *root, heat_case *c)
 {
-    static const char *const keys[] = {"dir", "every", "checkpoint_every", "keep_checkpoints",
-                                       NULL};
+    static const char *const keys[] = {
+        "dir",      "every", "checkpoint_every", "keep_checkpoints", "checkpoint_wall",
+        "compress", NULL};
     snprintf(c->output.dir, sizeof c->output.dir, "out/%s", c->name);
     c->output.keep_checkpoints = 2;
     const config_setting_t *g = get_group(v, root, "output", 0, NULL);
@@ -722,6 +723,18 @@ static void v_output(vctx *v, const config_setting_t *root, heat_case *c)
     if (get_int(v, g, "keep_checkpoints", 0, &c->output.keep_checkpoints) == 1 &&
         (c->output.keep_checkpoints < 1 || c->output.keep_checkpoints > 1000))
         bad(v, MEMBER(g, "keep_checkpoints"), "expected an integer from 1 to 1000");
+    if (get_number(v, g, "checkpoint_wall", 0, &c->output.checkpoint_wall) == 1 &&
+        !(c->output.checkpoint_wall >= 0))
+        bad(v, MEMBER(g, "checkpoint_wall"),
+            "expected a number of seconds >= 0 (0: no checkpoints by wall time)");
+    int64_t level;
+    if (get_int(v, g, "compress", 0, &level) == 1) {
+        if (level < 0 || level > 9)
+            bad(v, MEMBER(g, "compress"),
+                "expected an integer from 0 (off) to 9 (deflate level of the field files)");
+        else
+            c->output.compress = (int)level;
+    }
 }
 
 #define HEAT_TEMPORAL_BLOCK_LIMIT 64

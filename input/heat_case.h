@@ -87,6 +87,8 @@ typedef struct heat_case {
         int64_t every;            /* 0: initial and final snapshots only */
         int64_t checkpoint_every; /* 0: only at the end and on signals */
         int64_t keep_checkpoints;
+        double checkpoint_wall; /* seconds of wall time between checkpoints; 0: off */
+        int compress;           /* deflate level of field files, 0 (off) to 9 */
     } output;
 
     struct {

@@ -1,17 +1,30 @@
-/* The run's output directory: ownership, history.csv, and the places where
- * snapshots and checkpoints are written.
+/* The run's output directory: ownership, history.csv, snapshots, the XDMF
+ * index, checkpoints and their rotation.
  *
  * io/ never knows which backend produced a field; the driver hands it host
- * memory. Snapshot and checkpoint files (HDF5) are the seam for the HDF5
- * writer: until it is built in, heat_output_snapshot() and
- * heat_output_checkpoint() record nothing and report that they wrote nothing,
- * so the driver's cadence and its signal path are already in place.
+ * memory. Field files are written by a background writer thread so that the
+ * time loop does not wait for the disk: the driver takes a host buffer from a
+ * small pool (heat_output_acquire), copies the field into it, and submits it
+ * with the step, the time and what to write (heat_output_submit). The thread
+ * writes the files in the order submitted, rewrites the index after each
+ * snapshot, and deletes old checkpoints once a new one is complete. A
+ * failure on the thread is reported by the next call from the driver
+ * (history, acquire, submit, flush), with the file named, as HEAT_ERUNTIME.
+ *
+ * In `dir` (docs/FORMAT.md has the details):
+ *   history.csv                       step, time, residual, wall seconds
+ *   <name>_<step:08>.vtkhdf           snapshots (VTKHDF ImageData)
+ *   <name>_ckpt_<step:08>.vtkhdf      checkpoints (the same layout)
+ *   <name>.xmf                        XDMF 3 time series of the snapshots
  */
 #ifndef HEAT_OUTPUT_H
 #define HEAT_OUTPUT_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "h5file.h"
 #include "heat_case.h"
 #include "heat_error.h"
 
@@ -23,6 +36,31 @@ typedef enum {
     HEAT_OUTPUT_CONTINUE,  /* a restart: keep and append */
 } heat_output_mode;
 
+/* What a submitted field is written as (a mask: both at once is one copy). */
+enum { HEAT_OUTPUT_SNAPSHOT = 1, HEAT_OUTPUT_CHECKPOINT = 2 };
+
+/* Host memory for the field buffers; the GPU backend may pass page-locked
+ * memory. alloc returns NULL when out of memory. */
+typedef struct heat_output_allocator {
+    void *(*alloc)(size_t bytes, void *ctx);
+    void (*free)(void *p, void *ctx);
+    void *ctx;
+} heat_output_allocator;
+
+typedef struct heat_output_options {
+    heat_output_mode mode;
+    int64_t start_step;          /* 0, or the step a restart continues from */
+    const char *deck_text;       /* the canonical deck, kept in every field file (copied) */
+    heat_output_allocator alloc; /* alloc == NULL: malloc and free */
+    int buffers;                 /* field buffers in the pool; 0: 2 */
+    int synchronous;             /* write on the caller's thread, no writer thread */
+    FILE *notices; /* harmless oddities (an old checkpoint not removable); may be NULL */
+    /* If not NULL, called (on the writer thread) after each field file is in
+     * place under its final name, in the order written. */
+    void (*on_file)(void *ctx, const char *path, heat_file_kind kind, int64_t step);
+    void *on_file_ctx;
+} heat_output_options;
+
 /* Checks whether `dir` may be used without creating anything: HEAT_EINPUT
  * when it holds another run's files (history.csv, *.vtkhdf, *.xmf) and mode is
  * HEAT_OUTPUT_NEW, naming a file found and the ways out (--overwrite,
@@ -30,12 +68,15 @@ typedef enum {
  * directory. Used by `heat check` and before a run starts. */
 int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *err);
 
-/* Creates the directory (with parents) and opens history.csv (appending in
- * HEAT_OUTPUT_CONTINUE mode, after dropping the rows from `start_step` on,
- * which this run writes again).
+/* Creates the directory (with parents), opens history.csv and starts the
+ * writer thread. In HEAT_OUTPUT_CONTINUE mode it first drops what belongs to
+ * the interrupted run's future, which this run computes again: history rows
+ * after start_step (and a residual-less row at start_step, which this run
+ * writes again), and this case's snapshots and checkpoints after start_step
+ * (files and index entries). `c` (derived) must outlive the output.
  * HEAT_ERUNTIME with the path and the system's reason on failure. */
-int heat_output_open(const heat_case *c, heat_output_mode mode, int64_t start_step,
-                     heat_output **out, heat_error *err);
+int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_output **out,
+                     heat_error *err);
 
 /* Appends a row to history.csv: step, time, residual (empty when NaN is
  * passed for "not computed"), wall seconds. Flushed at once so that the file
@@ -43,23 +84,44 @@ int heat_output_open(const heat_case *c, heat_output_mode mode, int64_t start_st
 int heat_output_history(heat_output *o, int64_t step, double time, double residual, double wall,
                         heat_error *err);
 
-/* Writes the snapshot for `step` (the HDF5 seam; see above). Sets *written to
- * 1 when a file was written. */
-int heat_output_snapshot(heat_output *o, int64_t step, double time, const void *field, int *written,
-                         heat_error *err);
+/* Takes a free host buffer of nx*ny*nz values of the case's precision,
+ * blocking only while every buffer of the pool is being written. */
+int heat_output_acquire(heat_output *o, void **buffer, heat_error *err);
 
-/* Writes a checkpoint for `step` (the HDF5 seam; see above). */
-int heat_output_checkpoint(heat_output *o, int64_t step, double time, const void *field,
-                           int *written, heat_error *err);
+/* Gives back an acquired buffer without writing it. */
+void heat_output_release(heat_output *o, void *buffer);
 
-/* Whether snapshots or checkpoints need the field on the host at all. */
-int heat_output_wants_fields(const heat_output *o);
+/* Queues an acquired buffer, holding the field at `step` and `time`, to be
+ * written as `kinds` (HEAT_OUTPUT_SNAPSHOT | HEAT_OUTPUT_CHECKPOINT); the
+ * buffer returns to the pool when written. Does not wait for the disk. */
+int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, int kinds,
+                       heat_error *err);
 
-/* Files written so far (history.csv counted once). */
+/* Waits until everything submitted is written: after it returns HEAT_OK the
+ * files are complete on disk. */
+int heat_output_flush(heat_output *o, heat_error *err);
+
+/* Files written so far (history.csv and the index counted once each), and
+ * of those the snapshots and checkpoints; exact after a flush. */
 int64_t heat_output_files_written(const heat_output *o);
+void heat_output_counts(const heat_output *o, int64_t *snapshots, int64_t *checkpoints);
 const char *heat_output_dir(const heat_output *o);
 
-/* Closes history.csv; NULL is a no-op. */
+/* Waits for writes in flight (their errors are dropped: call
+ * heat_output_flush first to see them), stops the writer thread, closes
+ * history.csv and frees the buffers. NULL is a no-op. */
 void heat_output_close(heat_output *o);
+
+/* The paths of a case's files. */
+void heat_output_snapshot_path(char *buf, size_t n, const char *dir, const char *name,
+                               int64_t step);
+void heat_output_checkpoint_path(char *buf, size_t n, const char *dir, const char *name,
+                                 int64_t step);
+void heat_output_index_path(char *buf, size_t n, const char *dir, const char *name);
+
+/* The steps of the checkpoints of run `name` in `dir`, newest first, in a
+ * malloc'd array (*steps NULL when none; a missing directory has none). */
+int heat_output_list_checkpoints(const char *dir, const char *name, int64_t **steps, size_t *n,
+                                 heat_error *err);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "heat_case.h"
 #include "heat_error.h"
+#include "output.h"
 
 typedef enum {
     HEAT_STOP_END,       /* t reached time.end */
@@ -29,6 +30,9 @@ typedef struct heat_run_options {
     FILE *out;           /* progress and summary (stdout) */
     FILE *notices;       /* notices such as a backend fallback (stderr) */
     void *field_out;     /* if not NULL: receives the final field (nx*ny*nz values) */
+    /* Host memory for the output buffers (alloc NULL: malloc); a GPU backend
+     * may pass page-locked memory here. */
+    heat_output_allocator host_alloc;
 } heat_run_options;
 
 typedef struct heat_run_result {
@@ -45,11 +49,31 @@ typedef struct heat_run_result {
 } heat_run_result;
 
 /* Runs the case (already derived with heat_case_derive). deck_text is the
- * canonical deck after overrides, kept with checkpoints. Returns HEAT_OK when
- * the run stopped for any reason in heat_stop_reason (a signal included: see
- * result->reason), HEAT_EINPUT for problems found before anything was
- * written (an occupied output directory, say), HEAT_ERUNTIME for failures
- * during the run (a non-finite field names the step and time). */
+ * canonical deck after overrides, kept in every snapshot and checkpoint.
+ *
+ * Outputs: a snapshot at the first step, every output.every steps and at the
+ * last step; a checkpoint every output.checkpoint_every steps, when
+ * output.checkpoint_wall seconds of wall time have passed since the last
+ * one, at the last step and on SIGINT/SIGTERM. They are written in the
+ * background; the run returns only when every file is complete on disk.
+ *
+ * Restart (opt->restart): a checkpoint or snapshot path, or "latest" (the
+ * newest intact checkpoint of the case in output.dir: a damaged one is
+ * reported on opt->notices and the next older one tried; with none at all the
+ * run starts from the initial condition, saying so). The deck must match the
+ * file in grid, precision, boundary conditions and diffusivity. The run keeps
+ * the file's dt, so that it continues bit for bit; the time of step n is
+ * n * dt, the end step is the first n with n * dt >= time.end (within 1e-9
+ * relative: then t = time.end exactly), and time.max_steps still counts from
+ * step 0.
+ *
+ * Returns HEAT_OK when the run stopped for any reason in heat_stop_reason (a
+ * signal included: see result->reason), HEAT_EINPUT for problems found
+ * before anything was written (an occupied output directory, a deck that
+ * does not match the restart file, a missing file), HEAT_ERUNTIME for
+ * failures during the run (a non-finite field names the step and time; a
+ * failed write names the file) and for a restart file that fails its
+ * checksum. */
 int heat_run(const heat_case *c, const char *deck_text, const heat_run_options *opt,
              heat_run_result *result, heat_error *err);
 

@@ -2,6 +2,8 @@
 #ifndef HEAT_INITIAL_H
 #define HEAT_INITIAL_H
 
+#include <stdio.h>
+
 #include "heat_case.h"
 #include "heat_error.h"
 
@@ -14,8 +16,22 @@
  * then sets every Dirichlet face to its value, faces in the order x_lo, x_hi,
  * y_lo, y_hi, z_lo, z_hi, so that where two Dirichlet faces meet, the later
  * one holds the edge. The case must have been derived (heat_case_derive).
- * type = "file" is read by io/ and is refused here with HEAT_EINPUT. */
+ *   file:     the field of a snapshot or checkpoint (initial.path) with the
+ *             same grid.points, node by node, converted to the run's
+ *             precision when the file holds the other one
+ * A file that is missing, not a heat file, damaged or of another grid is
+ * HEAT_EINPUT naming initial.path (and both shapes). */
 int heat_initial_fill(const heat_case *c, void *field, heat_error *err);
+
+/* As heat_initial_fill, saying on `notices` (when not NULL) what was
+ * adapted: a field converted from the other precision, a file whose grid
+ * length or origin differ from the deck's. */
+int heat_initial_fill_with_notices(const heat_case *c, void *field, FILE *notices, heat_error *err);
+
+/* For initial.type = "file": reads only the file's metadata and checks it
+ * as heat_initial_fill would (HEAT_EINPUT naming initial.path); HEAT_OK for
+ * the other types. For `heat check`. */
+int heat_initial_check_file(const heat_case *c, FILE *notices, heat_error *err);
 
 /* Sets the Dirichlet faces of `field` to their values (the second half of
  * heat_initial_fill), for fields that come from elsewhere. */

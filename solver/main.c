@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "bench.h"
 #include "deck.h"
 #include "driver.h"
+#include "h5file.h"
+#include "initial.h"
 #include "output.h"
 #include "stability.h"
 
@@ -25,14 +28,17 @@ static const char usage_main[] =
     "\n"
     "usage: heat run [DECK] [--set key=value]... [--restart PATH|latest] [--overwrite] [--quiet]\n"
     "       heat check DECK [--set key=value]...\n"
+    "       heat info FILE\n"
     "       heat bench [--size NXxNYxNZ]... [--precision float|double|both] [--json FILE]\n"
     "       heat --help | heat COMMAND --help | heat --version\n"
     "\n"
     "commands:\n"
     "  run     march u_t = alpha * laplacian(u) from a deck (the built-in default deck\n"
-    "          when DECK is left out) and write history.csv to output.dir\n"
+    "          when DECK is left out) and write history.csv, snapshots, checkpoints and\n"
+    "          an XDMF time series to output.dir\n"
     "  check   validate a deck and print the derived numbers (spacing, r, dt, dt_max,\n"
     "          steps, memory, output volume) without running or writing anything\n"
+    "  info    show a snapshot's or checkpoint's metadata and deck, and verify its checksum\n"
     "  bench   time the stencil sweep against a copy of the same size (GLUP/s, GB/s)\n"
     "\n"
     "exit status: 0 done, 1 runtime failure, 2 bad usage or deck,\n"
@@ -52,9 +58,12 @@ static const char usage_run[] =
     "  --set key=value     override a deck key, checked like the deck itself; repeatable.\n"
     "                      The value is libconfig syntax (2.0, [128,128,1], \"float\") or a\n"
     "                      bare word taken as a string (--set solver.precision=float)\n"
-    "  --restart PATH      continue from a checkpoint file\n"
+    "  --restart PATH      continue from a checkpoint (or snapshot) file; without DECK,\n"
+    "                      with the deck the file holds\n"
     "  --restart latest    continue from the newest intact checkpoint in output.dir, or\n"
     "                      start from the initial condition when there is none\n"
+    "                      (grid, precision, boundaries and diffusivity must match the\n"
+    "                      file; the run keeps the file's dt, so it continues bit for bit)\n"
     "  --overwrite         replace an earlier run's files in output.dir (refused otherwise)\n"
     "  --quiet, -q         no progress line and no summary\n"
     "  --help, -h          this text\n"
@@ -63,7 +72,9 @@ static const char usage_run[] =
     "stops at time.end, time.max_steps or steady state (max |du/dt| <= steady.tolerance,\n"
     "checked every steady.check_every steps), whichever comes first; Ctrl-C stops after\n"
     "the current step and writes a checkpoint (a second Ctrl-C ends at once).\n"
-    "history.csv in output.dir: step, time, residual (max |du/dt|), wall seconds.\n"
+    "In output.dir: history.csv (step, time, residual max |du/dt|, wall seconds),\n"
+    "NAME_STEP.vtkhdf snapshots, NAME_ckpt_STEP.vtkhdf checkpoints and NAME.xmf, the\n"
+    "snapshots as a time series for ParaView (docs/FORMAT.md).\n"
     "\n"
     "exit status: 0 done, 1 runtime failure, 2 bad usage or deck, 130 / 143 after\n"
     "SIGINT / SIGTERM\n";
@@ -77,6 +88,16 @@ static const char usage_check[] =
     "Writes nothing. DECK may be '-' for the built-in default deck.\n"
     "\n"
     "exit status: 0 valid, 2 invalid\n";
+
+static const char usage_info[] =
+    "usage: heat info FILE\n"
+    "\n"
+    "Shows what a snapshot or checkpoint holds: kind, step, time, dt, grid, spacing,\n"
+    "precision, boundary conditions, diffusivity, the program and format version that\n"
+    "wrote it, and the deck of its run. Reads the whole field to verify every chunk's\n"
+    "Fletcher-32 checksum.\n"
+    "\n"
+    "exit status: 0 intact, 1 damaged or not a heat file, 2 bad usage or no such file\n";
 
 typedef struct args {
     const char *deck;
@@ -138,10 +159,35 @@ static int parse_args(int argc, char **argv, int allow_run_options, args *a)
     return 0;
 }
 
+/* `heat run --restart FILE` without a deck: the deck FILE holds. Returns 0,
+ * or the exit status after saying why. */
+static int load_case_from_file(const args *a, heat_case *c, char **text)
+{
+    heat_file_meta m;
+    heat_error err;
+    int rc = heat_file_read_meta(a->restart, &m, &err);
+    if (rc) {
+        fprintf(stderr, "heat: --restart %s\n", err.msg);
+        return rc;
+    }
+    char origin[HEAT_PATH_MAX + 32];
+    snprintf(origin, sizeof origin, "%s (its deck)", a->restart);
+    rc = heat_deck_load_string(m.deck, origin, a->sets, a->nsets, c, text, stderr, &err);
+    heat_file_meta_free(&m);
+    if (rc || heat_case_derive(c, &err)) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        if (text) free(*text), *text = NULL;
+        return 2;
+    }
+    return 0;
+}
+
 /* Loads and derives the case; prints problems; returns 0 or 2. */
 static int load_case(const args *a, heat_case *c, char **text)
 {
     heat_error err;
+    if (!a->deck && a->restart && strcmp(a->restart, "latest") != 0)
+        return load_case_from_file(a, c, text);
     const char *path = a->deck && strcmp(a->deck, "-") != 0 ? a->deck : NULL;
     if (heat_deck_load(path, a->sets, a->nsets, c, text, stderr, &err) ||
         heat_case_derive(c, &err)) {
@@ -179,6 +225,11 @@ static int cmd_check(const args *a)
     }
     heat_case c;
     if (load_case(a, &c, NULL)) return 2;
+    heat_error ferr;
+    if (heat_initial_check_file(&c, stderr, &ferr)) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", ferr.msg);
+        return 2;
+    }
     const double vs = (double)heat_case_value_size(&c);
     const double field = (double)c.d.points * vs;
     char b1[32], b2[32], b3[32];
@@ -231,6 +282,14 @@ static int cmd_check(const args *a)
         printf("output          %s: %s per snapshot (%s), count set by when steady state comes\n",
                c.output.dir, b1, c.output.every ? "every output.every steps" : "initial and final");
     }
+    printf("checkpoints     ");
+    if (c.output.checkpoint_every > 0)
+        printf("every %lld steps, ", (long long)c.output.checkpoint_every);
+    if (c.output.checkpoint_wall > 0) printf("every %g s of wall time, ", c.output.checkpoint_wall);
+    printf("at the end and on SIGINT/SIGTERM; the newest %lld kept\n",
+           (long long)c.output.keep_checkpoints);
+    printf("files           %s/%s_STEP.vtkhdf, %s_ckpt_STEP.vtkhdf, %s.xmf; deflate %s\n",
+           c.output.dir, c.name, c.name, c.name, c.output.compress ? "on" : "off");
     heat_error err;
     if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
         printf("note            %s\n", err.msg);
@@ -241,8 +300,14 @@ static int cmd_run(const args *a)
 {
     heat_case c;
     char *text = NULL;
-    if (load_case(a, &c, &text)) return 2;
-    heat_run_options opt = {a->restart, a->overwrite, a->quiet, stdout, stderr, NULL};
+    int lrc = load_case(a, &c, &text);
+    if (lrc) return lrc;
+    heat_run_options opt = {0};
+    opt.restart = a->restart;
+    opt.overwrite = a->overwrite;
+    opt.quiet = a->quiet;
+    opt.out = stdout;
+    opt.notices = stderr;
     heat_run_result res;
     heat_error err;
     int rc = heat_run(&c, text, &opt, &res, &err);
@@ -257,6 +322,88 @@ static int cmd_run(const args *a)
         return 128 + res.signal;
     }
     return 0;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_info, stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "heat: unknown option %s (see heat info --help)\n", argv[i]);
+            return 2;
+        }
+        if (path) {
+            fprintf(stderr, "heat info: one file at a time (got %s and %s)\n", path, argv[i]);
+            return 2;
+        }
+        path = argv[i];
+    }
+    if (!path) {
+        fprintf(stderr, "heat info: which file? (heat info FILE)\n");
+        return 2;
+    }
+    heat_file_meta m;
+    heat_error err;
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "heat info: %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    if (heat_file_read_meta(path, &m, &err)) {
+        /* The file is there: unreadable, damaged or not ours. */
+        fprintf(stderr, "heat info: %s\n", err.msg);
+        return access(path, R_OK) != 0 ? 2 : 1;
+    }
+    printf("file            %s\n", path);
+    printf("kind            %s\n", heat_file_kind_name(m.kind));
+    printf("format          heat field file format %lld, written by heat %s\n",
+           (long long)m.format_version, m.program_version);
+    printf("step            %lld\n", (long long)m.step);
+    printf("time            %.17g\n", m.time);
+    printf("dt              %.17g\n", m.dt);
+    printf("grid            %lld x %lld x %lld = %lld points (%dD)\n", (long long)m.n[0],
+           (long long)m.n[1], (long long)m.n[2], (long long)(m.n[0] * m.n[1] * m.n[2]), m.dims);
+    printf("length          %.17g %.17g %.17g\n", m.length[0], m.length[1], m.length[2]);
+    printf("origin          %.17g %.17g %.17g\n", m.origin[0], m.origin[1], m.origin[2]);
+    printf("spacing         hx %.17g  hy %.17g", m.spacing[0], m.spacing[1]);
+    if (m.dims == 3) printf("  hz %.17g", m.spacing[2]);
+    printf("\nprecision       %s\n", heat_precision_name(m.precision));
+    printf("diffusivity     %.17g\n", m.alpha);
+    for (int f = 0; f < 2 * m.dims; f++) {
+        char bc[96];
+        print_bc(&m.bc[f], bc, sizeof bc);
+        printf("boundary %s    %s\n", heat_face_name(f), bc);
+    }
+    printf("storage         chunked, %s, deflate %s\n",
+           m.has_checksum ? "Fletcher-32 checksums" : "no checksums", m.deflate ? "on" : "off");
+    const size_t bytes = (size_t)(m.n[0] * m.n[1] * m.n[2]) * (m.precision == HEAT_FLOAT ? 4 : 8);
+    void *field = malloc(bytes ? bytes : 1);
+    int rc = 0;
+    if (!field) {
+        fprintf(stderr, "heat info: cannot allocate %.3g GB to read the field\n",
+                (double)bytes / 1e9);
+        rc = 1;
+    } else if (heat_file_read_field(path, &m, m.precision, field, &err)) {
+        printf("checksum        FAILED\n");
+        fprintf(stderr, "heat info: %s\n", err.msg);
+        rc = 1;
+    } else {
+        printf("checksum        %s (all %lld values read)\n",
+               m.has_checksum ? "verified" : "none stored", (long long)(m.n[0] * m.n[1] * m.n[2]));
+    }
+    free(field);
+    printf("deck:\n");
+    for (const char *p = m.deck; *p;) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("  %.*s\n", len, p);
+        p += len + (nl ? 1 : 0);
+    }
+    heat_file_meta_free(&m);
+    return rc;
 }
 
 static int heat_main(int argc, char **argv)
@@ -286,7 +433,9 @@ static int heat_main(int argc, char **argv)
         return is_run ? cmd_run(&a) : cmd_check(&a);
     }
     if (strcmp(cmd, "bench") == 0) return heat_bench_main(argc - 2, argv + 2);
-    fprintf(stderr, "heat: unknown command '%s' (commands: run, check, bench; see heat --help)\n",
+    if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2);
+    fprintf(stderr,
+            "heat: unknown command '%s' (commands: run, check, info, bench; see heat --help)\n",
             cmd);
     return 2;
 }

@@ -669,7 +669,7 @@ static void test_summary(void **state)
     EXPECT_OUT(&r, " GLUP/s");
     EXPECT_OUT(&r, " GB/s effective");
     EXPECT_OUT(&r, "last residual");
-    EXPECT_OUT(&r, "files written: 1 in res (history.csv)");
+    EXPECT_OUT(&r, "files written: 5 in res (history.csv, d.xmf, 2 snapshots, 1 checkpoint)");
     /* stdout is not a terminal: no status line with \r, and a short run
      * (well under the 5 s log interval) logs no progress line */
     EXPECT_NOT_OUT(&r, "\r");
@@ -757,6 +757,21 @@ static void test_refuses_to_overwrite(void **state)
     assert_true(exists_in(dir, "res/notes.txt"));
 }
 
+/* The rows of history.csv whose step is `step`: how many, and how many of
+ * them carry a residual. */
+static void history_rows_at(const char *csv, long long step, int *rows, int *with_residual)
+{
+    *rows = *with_residual = 0;
+    for (const char *p = strchr(csv, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+        char *end;
+        long long s = strtoll(p + 1, &end, 10);
+        if (end == p + 1 || s != step) continue;
+        (*rows)++;
+        const char *res = strchr(end + 1, ',');
+        if (res && res[1] != ',') (*with_residual)++;
+    }
+}
+
 static void test_restart(void **state)
 {
     (void)state;
@@ -773,29 +788,190 @@ static void test_restart(void **state)
     EXPECT_OUT(&r, "steps 16 (from 0)");
     result_free(&r);
     char *csv = read_in(dir, "res/history.csv");
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n0,0,", 36) == 0);
+    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n0,0,,", 36) == 0);
     assert_int_equal(last_history_row(csv, NULL, NULL), 16);
     free(csv);
+    assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
 
-    /* --restart=latest into a directory that holds a run is allowed (continue) */
-    heat(&r, dir, "run", "d.cfg", "--restart=latest", "--quiet", NULL);
+    /* latest now finds the final checkpoint; a later time.end continues it
+     * with the checkpoint's dt (0.01/16 divides 0.02) */
+    heat(&r, dir, "run", "d.cfg", "--restart=latest", "--set", "time.end=0.02", NULL);
     expect_rc(&r, 0);
-    EXPECT_ERR(&r, "no checkpoint");
+    EXPECT_OUT(&r, "continuing from res/d_ckpt_00000016.vtkhdf at step 16, t = 0.01");
+    EXPECT_OUT(&r, "reached time.end at step 32, t = 0.02");
+    EXPECT_OUT(&r, "steps 16 (from 16)");
+    EXPECT_NOT_ERR(&r, "keeping the dt");
     result_free(&r);
     csv = read_in(dir, "res/history.csv");
-    /* rows from the restart step on are written again, not twice */
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n0,0,", 36) == 0);
-    assert_null(strstr(csv + 36, "\n0,0,"));
-    const char *row16 = strstr(csv, "\n16,");
-    assert_non_null(row16);
-    assert_null(strstr(row16 + 1, "\n16,"));
+    /* rows are not written twice: step 0 once; step 16 keeps its residual
+     * and gains one mark of the restart; 32 once */
+    int rows, with_res;
+    history_rows_at(csv, 0, &rows, &with_res);
+    assert_int_equal(rows, 1);
+    history_rows_at(csv, 16, &rows, &with_res);
+    assert_int_equal(rows, 2);
+    assert_int_equal(with_res, 1);
+    history_rows_at(csv, 32, &rows, &with_res);
+    assert_int_equal(rows, 1);
+    assert_int_equal(with_res, 1);
     free(csv);
+    /* rotation: the newest two checkpoints */
+    assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
+    assert_true(exists_in(dir, "res/d_ckpt_00000032.vtkhdf"));
 
-    /* a checkpoint file that is not there */
-    heat(&r, dir, "run", "d.cfg", "--restart", "nowhere.h5", NULL);
+    /* restarting at the last step of the deck: nothing to run, no error */
+    heat(&r, dir, "run", "d.cfg", "--restart=latest", "--set", "time.end=0.02", "-q", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+
+    /* a time.end that is not a whole number of steps of the checkpoint's dt:
+     * the run keeps dt, stops at the first step past it and says so */
+    heat(&r, dir, "run", "d.cfg", "--restart", "res/d_ckpt_00000016.vtkhdf", "--set",
+         "time.end=0.0203", NULL);
+    expect_rc(&r, 0);
+    EXPECT_ERR(&r, "keeping the dt of res/d_ckpt_00000016.vtkhdf, 0.000625");
+    EXPECT_ERR(&r, "not a whole number of steps");
+    EXPECT_OUT(&r, "reached time.end at step 33, t = 0.020625");
+    result_free(&r);
+
+    /* --restart FILE without a deck: the deck the file holds */
+    heat(&r, dir, "run", "--restart", "res/d_ckpt_00000016.vtkhdf", "--set", "time.end=0.015",
+         NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "heat: d: 16 x 16 x 16 points");
+    EXPECT_OUT(&r, "reached time.end at step 24, t = 0.015");
+    result_free(&r);
+
+    /* past the deck's end: refused before anything is written */
+    char *before = read_in(dir, "res/history.csv");
+    heat(&r, dir, "run", "d.cfg", "--restart", "res/d_ckpt_00000024.vtkhdf", NULL);
     expect_rc(&r, 2);
-    EXPECT_ERR(&r, "--restart nowhere.h5");
-    EXPECT_ERR(&r, "no such file");
+    EXPECT_ERR(&r, "--restart res/d_ckpt_00000024.vtkhdf: the file is at step 24");
+    EXPECT_ERR(&r, "past the last step of this deck, 16 (time.end)");
+    result_free(&r);
+
+    /* a deck that does not match: exit 2, every difference named, nothing written */
+    heat(&r, dir, "run", "d.cfg", "--restart", "res/d_ckpt_00000024.vtkhdf", "--set", "time.end=1",
+         "--set", "grid.points=[16,16,8]", "--set", "material.diffusivity=2.0", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "does not match the checkpoint");
+    EXPECT_ERR(&r, "grid.points = [16, 16, 8] in the deck, [16, 16, 16] in the checkpoint");
+    EXPECT_ERR(&r, "material.diffusivity = 2 in the deck, 1 in the checkpoint");
+    result_free(&r);
+    char *after = read_in(dir, "res/history.csv");
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+
+    /* a checkpoint file that is not there: exit 2 */
+    heat(&r, dir, "run", "d.cfg", "--restart", "nowhere.vtkhdf", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--restart nowhere.vtkhdf: cannot read the file: No such file");
+    result_free(&r);
+    heat(&r, dir, "run", "--restart", "nowhere.vtkhdf", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "nowhere.vtkhdf");
+    result_free(&r);
+    /* and one that is not a heat file */
+    heat(&r, dir, "run", "d.cfg", "--restart", "d.cfg", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "not a heat snapshot or checkpoint");
+    result_free(&r);
+}
+
+/* ---- heat info ----------------------------------------------------------- */
+
+static void test_info(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "info");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "info", "--help", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "usage: heat info FILE");
+    EXPECT_OUT(&r, "checksum");
+    EXPECT_OUT(&r, "exit status");
+    result_free(&r);
+    heat(&r, NULL, "--help", NULL);
+    EXPECT_OUT(&r, "heat info FILE");
+    EXPECT_OUT(&r, "  info ");
+    result_free(&r);
+
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "solver.precision=float", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    heat(&r, dir, "info", "res/d_ckpt_00000016.vtkhdf", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "kind            checkpoint");
+    EXPECT_OUT(&r, "step            16\n");
+    EXPECT_OUT(&r, "time            0.01\n");
+    EXPECT_OUT(&r, "dt              0.000625");
+    EXPECT_OUT(&r, "grid            16 x 16 x 16 = 4096 points (3D)");
+    EXPECT_OUT(&r, "spacing         hx 0.066666666666666666  hy 0.0625  hz 0.066666666666666666");
+    EXPECT_OUT(&r, "precision       float");
+    EXPECT_OUT(&r, "boundary x_lo    dirichlet u = 1");
+    EXPECT_OUT(&r, "boundary y_hi    periodic");
+    EXPECT_OUT(&r, "boundary z_hi    neumann du/dn = 0");
+    EXPECT_OUT(&r, "written by heat ");
+    EXPECT_OUT(&r, "format          heat field file format 1");
+    EXPECT_OUT(&r, "checksum        verified (all 4096 values read)");
+    EXPECT_OUT(&r, "deck:\n  name = \"d\";");
+    EXPECT_OUT(&r, "    precision = \"float\";");
+    result_free(&r);
+    heat(&r, dir, "info", "res/d_00000000.vtkhdf", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "kind            snapshot");
+    EXPECT_OUT(&r, "step            0\n");
+    result_free(&r);
+
+    /* heat check reads an initial field's shape from the file */
+    heat(&r, dir, "check", "d.cfg", "--set",
+         "initial={type=\"file\"; path=\"res/d_00000000.vtkhdf\";}", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set",
+         "initial={type=\"file\"; path=\"res/d_00000000.vtkhdf\";}", "--set",
+         "grid.points=[16,16,8]", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "initial.path = \"res/d_00000000.vtkhdf\": the file's grid is 16 x 16 x 16 "
+                   "points, but grid.points = [16, 16, 8]");
+    result_free(&r);
+
+    /* missing: 2; not a heat file: 1; usage: 2 */
+    heat(&r, dir, "info", "res/nothing.vtkhdf", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "res/nothing.vtkhdf: No such file");
+    result_free(&r);
+    heat(&r, dir, "info", "d.cfg", NULL);
+    expect_rc(&r, 1);
+    EXPECT_ERR(&r, "d.cfg: not a heat snapshot or checkpoint (not an HDF5 file)");
+    result_free(&r);
+    heat(&r, dir, "info", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "which file?");
+    result_free(&r);
+
+    /* a damaged file: the last byte of the field's only chunk ends the file
+     * region written last; flip a byte in the middle of the file's data */
+    path_in(p, sizeof p, dir, "res/d_ckpt_00000016.vtkhdf");
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    /* The field (16 KiB of floats) is most of the file: its middle is data. */
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    assert_true(size > 16384);
+    long at = size - 8192;
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    int c = fgetc(f);
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+    heat(&r, dir, "info", "res/d_ckpt_00000016.vtkhdf", NULL);
+    expect_rc(&r, 1);
+    EXPECT_ERR(&r, "res/d_ckpt_00000016.vtkhdf is corrupt");
+    EXPECT_OUT(&r, "checksum        FAILED");
     result_free(&r);
 }
 
@@ -1028,9 +1204,30 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
     expect_in("stdout", out, "interrupted by a signal at step ");
     /* and it got somewhere before that */
     const char *at = strstr(err, want);
-    assert_true(strtoll(at + strlen(want), NULL, 10) > 0);
+    const long long stop = strtoll(at + strlen(want), NULL, 10);
+    assert_true(stop > 0);
     free(out);
     free(err);
+
+    /* The checkpoint of the step it stopped at is complete on disk, and the
+     * run can go on from it. */
+    char ckpt[256], want_step[64];
+    snprintf(ckpt, sizeof ckpt, "res/long_ckpt_%08lld.vtkhdf", stop);
+    if (!exists_in(dir, ckpt)) fail_msg("no %s after %s", ckpt, sig_name);
+    result r;
+    heat(&r, dir, "info", ckpt, NULL);
+    expect_rc(&r, 0);
+    snprintf(want_step, sizeof want_step, "step            %lld\n", stop);
+    EXPECT_OUT(&r, want_step);
+    EXPECT_OUT(&r, "checksum        verified");
+    result_free(&r);
+    char max_steps[64];
+    snprintf(max_steps, sizeof max_steps, "time.max_steps=%lld", stop + 3);
+    heat(&r, dir, "run", "long.cfg", "--set", "grid.points=[64,64,64]", "--restart", "latest",
+         "--set", max_steps, NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "steps 3 (from ");
+    result_free(&r);
 }
 
 static void test_sigint_exits_130(void **state)
@@ -1059,8 +1256,8 @@ static void test_bench(void **state)
     EXPECT_OUT(&r, "median");
     result_free(&r);
 
-    heat(&r, dir, "bench", "--size", "20x12x7", "--size", "24x16x1", "--runs", "3", "--steps", "2",
-         "--json", "b.json", NULL);
+    heat(&r, dir, "bench", "--backend", "cpu", "--size", "20x12x7", "--size", "24x16x1", "--runs",
+         "3", "--steps", "2", "--json", "b.json", NULL);
     expect_rc(&r, 0);
     int rows = 0;
     for (const char *line = r.out; line; line = strchr(line, '\n')) {
@@ -1128,6 +1325,7 @@ int main(void)
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_refuses_to_overwrite),
         cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_info),
         cmocka_unit_test(test_stop_at_end_time),
         cmocka_unit_test(test_stop_at_max_steps),
         cmocka_unit_test(test_stop_at_steady_state),

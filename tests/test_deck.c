@@ -191,6 +191,8 @@ static void assert_case_equal(const heat_case *a, const heat_case *b)
     SAME(output.every);
     SAME(output.checkpoint_every);
     SAME(output.keep_checkpoints);
+    SAME(output.checkpoint_wall);
+    SAME(output.compress);
     SAME(solver.backend);
     SAME(solver.precision);
     SAME(solver.kernel);
@@ -681,12 +683,37 @@ static void test_output_ranges(void **state)
                "expected a string");
     EXPECT_ERR(deck(L_OUTPUT, "output = { every = 1.5; };", 0), ORIGIN ":15:", "output.every = 1.5",
                "expected an integer");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { compress = 10; };", 0),
+               ORIGIN ":15:", "output.compress = 10", "0 (off) to 9");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { compress = -1; };", 0),
+               ORIGIN ":15:", "output.compress = -1", "0 (off) to 9");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { compress = 1.5; };", 0),
+               ORIGIN ":15:", "output.compress = 1.5", "expected an integer");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { compress = true; };", 0),
+               ORIGIN ":15:", "output.compress = true", "expected an integer");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { checkpoint_wall = -5; };", 0),
+               ORIGIN ":15:", "output.checkpoint_wall = -5", "seconds >= 0");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { checkpoint_wall = \"1h\"; };", 0),
+               ORIGIN ":15:", "output.checkpoint_wall = \"1h\"", "expected a number");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { checkpoint_wal = 60; };", 0),
+               ORIGIN ":15:", "unknown key output.checkpoint_wal", "did you mean checkpoint_wall?");
     heat_case c;
     load_ok(deck(L_OUTPUT,
                  "output = { every = 0; checkpoint_every = 0; keep_checkpoints = 1000; };", 0),
             NULL, 0, &c, NULL, NULL);
     assert_int_equal(c.output.every, 0);
     assert_int_equal(c.output.keep_checkpoints, 1000);
+    /* the new keys: off by default, accepted over their range */
+    assert_int_equal(c.output.compress, 0);
+    assert_true(c.output.checkpoint_wall == 0.0);
+    load_ok(deck(L_OUTPUT, "output = { compress = 9; checkpoint_wall = 1800; };", 0), NULL, 0, &c,
+            NULL, NULL);
+    assert_int_equal(c.output.compress, 9);
+    assert_true(c.output.checkpoint_wall == 1800.0);
+    load_ok(deck(L_OUTPUT, "output = { compress = 0; checkpoint_wall = 0.25; };", 0), NULL, 0, &c,
+            NULL, NULL);
+    assert_int_equal(c.output.compress, 0);
+    assert_true(c.output.checkpoint_wall == 0.25);
 }
 
 /* -------------------------------------------------------------- enums */
@@ -1097,7 +1124,7 @@ static void test_canonical_round_trip(void **state)
              L_STEADY, "steady = { tolerance = 1.0e-6; check_every = 25; };", L_INITIAL,
              "initial = { type = \"sine\"; modes = [1.0, 2.0, 0.0]; amplitude = 3.5; };", L_OUTPUT,
              "output = { dir = \"runs/\\\"q\\\"\"; every = 100; checkpoint_every = 1000; "
-             "keep_checkpoints = 3; };",
+             "keep_checkpoints = 3; checkpoint_wall = 600.5; compress = 4; };",
              L_SOLVER,
              "solver = { backend = \"cpu\"; precision = \"float\"; kernel = \"sliced\"; "
              "temporal_block = 4; };",

@@ -5,9 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +79,46 @@ int test_run_heat(const char *cwd, const char *const *argv, char **out, char **e
     pid_t pid = fork();
     if (pid == 0) {
         if (cwd && chdir(cwd) != 0) _exit(126);
+        int nul = open("/dev/null", O_RDONLY);
+        dup2(nul, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(HEAT_EXE, av);
+        _exit(127);
+    }
+    free(av);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    lseek(fo, 0, SEEK_SET);
+    lseek(fe, 0, SEEK_SET);
+    if (out) *out = slurp_fd(fo);
+    if (err) *err = slurp_fd(fe);
+    close(fo);
+    close(fe);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return WEXITSTATUS(st);
+}
+
+int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_bytes, char **out,
+                        char **err)
+{
+    char tmpl_o[] = "/tmp/heat_test_outXXXXXX", tmpl_e[] = "/tmp/heat_test_errXXXXXX";
+    int fo = mkstemp(tmpl_o), fe = mkstemp(tmpl_e);
+    assert_true(fo >= 0 && fe >= 0);
+    unlink(tmpl_o);
+    unlink(tmpl_e);
+    int n = 0;
+    while (argv[n]) n++;
+    char **av = calloc((size_t)n + 2, sizeof *av);
+    av[0] = (char *)HEAT_EXE;
+    for (int i = 0; i < n; i++) av[i + 1] = (char *)argv[i];
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (cwd && chdir(cwd) != 0) _exit(126);
+        struct rlimit lim = {(rlim_t)max_file_bytes, (rlim_t)max_file_bytes};
+        signal(SIGXFSZ, SIG_IGN); /* stays ignored across exec */
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(126);
         int nul = open("/dev/null", O_RDONLY);
         dup2(nul, 0);
         dup2(fo, 1);

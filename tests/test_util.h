@@ -19,6 +19,12 @@ void test_remove_tree(const char *path);
  * Returns the exit status, or 128 + signal when killed. */
 int test_run_heat(const char *cwd, const char *const *argv, char **out, char **err);
 
+/* As test_run_heat, with the size of any file the program writes limited to
+ * `max_file_bytes` (RLIMIT_FSIZE; SIGXFSZ ignored, so that a write past it
+ * fails with EFBIG as on a full disk). */
+int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_bytes, char **out,
+                        char **err);
+
 /* Writes `text` to path; asserts on failure. */
 void test_write_file(const char *path, const char *text);
 

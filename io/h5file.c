@@ -1,0 +1,645 @@
+/* VTKHDF ImageData files with the restart state. See h5file.h and
+ * docs/FORMAT.md.
+ *
+ * The VTKHDF part follows VTK's "VTKHDF File Format" (version 1.0,
+ * ImageData), which ParaView 5.10 and later read: group /VTKHDF with the
+ * attributes Version, Type, WholeExtent, Origin, Spacing, Direction and the
+ * point field in /VTKHDF/PointData, an array of shape (nz, ny, nx) with x
+ * fastest (nz = 1 in 2D). Everything else lives at the root, where VTK
+ * does not look. */
+#include "h5file.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io_util.h"
+
+#ifndef HEAT_VERSION
+#define HEAT_VERSION "0.0.0"
+#endif
+
+#define FIELD_PATH   "/VTKHDF/PointData/temperature"
+#define DECK_PATH    "/deck"
+#define BC_STR_WIDTH 16
+
+/* Chunks of about this many bytes: large enough that the per-chunk cost
+ * vanishes, small enough that a damaged chunk names a small region. */
+#define CHUNK_BYTES (4u << 20)
+
+const char *heat_file_kind_name(heat_file_kind k)
+{
+    return k == HEAT_FILE_CHECKPOINT ? "checkpoint" : "snapshot";
+}
+
+void heat_file_meta_from_case(heat_file_meta *m, const heat_case *c, heat_file_kind kind,
+                              int64_t step, double time, const char *deck)
+{
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->format_version = HEAT_FORMAT_VERSION;
+    snprintf(m->program_version, sizeof m->program_version, "%s", HEAT_VERSION);
+    m->step = step;
+    m->time = time;
+    m->dt = c->d.dt;
+    m->precision = c->solver.precision;
+    m->dims = c->grid.dims;
+    for (int a = 0; a < 3; a++) {
+        m->n[a] = c->grid.n[a];
+        m->length[a] = c->grid.length[a];
+        m->origin[a] = c->grid.origin[a];
+        m->spacing[a] = c->d.h[a];
+    }
+    m->alpha = c->alpha;
+    memcpy(m->bc, c->bc, sizeof m->bc);
+    m->deck = (char *)deck; /* borrowed: only read by heat_file_write */
+}
+
+/* ------------------------------------------------------------- writing */
+
+static hid_t string_type(size_t len)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return t;
+    /* Fixed length, no terminator stored: VTK reads Type this way. */
+    if (H5Tset_size(t, len ? len : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0 ||
+        H5Tset_cset(t, H5T_CSET_ASCII) < 0) {
+        H5Tclose(t);
+        return H5I_INVALID_HID;
+    }
+    return t;
+}
+
+/* An attribute of `count` values (0: a scalar). */
+static int put_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, hsize_t count,
+                    const void *v)
+{
+    hid_t sp = count ? H5Screate_simple(1, &count, NULL) : H5Screate(H5S_SCALAR);
+    if (sp < 0) return -1;
+    hid_t a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, mtype, v) < 0 ? -1 : 0;
+    if (a >= 0 && H5Aclose(a) < 0) rc = -1;
+    H5Sclose(sp);
+    return rc;
+}
+
+static int put_i64(hid_t obj, const char *name, const int64_t *v, hsize_t count)
+{
+    return put_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, count, v);
+}
+
+static int put_f64(hid_t obj, const char *name, const double *v, hsize_t count)
+{
+    return put_attr(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, count, v);
+}
+
+static int put_str(hid_t obj, const char *name, const char *s)
+{
+    hid_t t = string_type(strlen(s));
+    if (t < 0) return -1;
+    int rc = put_attr(obj, name, t, t, 0, s[0] ? s : "");
+    H5Tclose(t);
+    return rc;
+}
+
+/* `count` strings of at most BC_STR_WIDTH characters, as one attribute. */
+static int put_strs(hid_t obj, const char *name, const char *const *s, int count)
+{
+    char buf[HEAT_NFACES][BC_STR_WIDTH];
+    memset(buf, 0, sizeof buf);
+    for (int i = 0; i < count && i < HEAT_NFACES; i++) strncpy(buf[i], s[i], BC_STR_WIDTH);
+    hid_t t = string_type(BC_STR_WIDTH);
+    if (t < 0) return -1;
+    int rc = put_attr(obj, name, t, t, (hsize_t)count, buf);
+    H5Tclose(t);
+    return rc;
+}
+
+/* The deck text as a scalar fixed-length string dataset (it may outgrow
+ * what an attribute holds comfortably). */
+static int put_deck(hid_t fid, const char *deck)
+{
+    const char *text = deck && deck[0] ? deck : "";
+    hid_t t = string_type(strlen(text));
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t ds = t < 0 || sp < 0
+                   ? H5I_INVALID_HID
+                   : H5Dcreate2(fid, DECK_PATH, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = ds < 0 || H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) < 0 ? -1 : 0;
+    if (ds >= 0 && H5Dclose(ds) < 0) rc = -1;
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    return rc;
+}
+
+static int put_root_attrs(hid_t fid, const heat_file_meta *m)
+{
+    const int64_t version = HEAT_FORMAT_VERSION;
+    const char *bc_types[HEAT_NFACES];
+    double bc_value[HEAT_NFACES], bc_gradient[HEAT_NFACES];
+    for (int f = 0; f < HEAT_NFACES; f++) {
+        bc_types[f] = heat_bc_type_name(m->bc[f].type);
+        bc_value[f] = m->bc[f].value;
+        bc_gradient[f] = m->bc[f].gradient;
+    }
+    if (put_i64(fid, "heat_format_version", &version, 0) || //
+        put_str(fid, "heat_version", m->program_version) ||
+        put_str(fid, "kind", heat_file_kind_name(m->kind)) || //
+        put_i64(fid, "step", &m->step, 0) ||                  //
+        put_f64(fid, "time", &m->time, 0) ||                  //
+        put_f64(fid, "dt", &m->dt, 0) ||
+        put_str(fid, "precision", heat_precision_name(m->precision)) ||
+        put_i64(fid, "grid_points", m->n, 3) ||      //
+        put_f64(fid, "grid_length", m->length, 3) || //
+        put_f64(fid, "grid_origin", m->origin, 3) || //
+        put_f64(fid, "grid_spacing", m->spacing, 3) || put_f64(fid, "diffusivity", &m->alpha, 0) ||
+        put_strs(fid, "boundary_type", bc_types, HEAT_NFACES) ||
+        put_f64(fid, "boundary_value", bc_value, HEAT_NFACES) ||
+        put_f64(fid, "boundary_gradient", bc_gradient, HEAT_NFACES))
+        return -1;
+    return 0;
+}
+
+static int put_vtkhdf_attrs(hid_t g, const heat_file_meta *m)
+{
+    const int64_t version[2] = {1, 0};
+    const int64_t extent[6] = {0, m->n[0] - 1, 0, m->n[1] - 1, 0, m->n[2] - 1};
+    const double direction[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    if (put_i64(g, "Version", version, 2) || put_str(g, "Type", "ImageData") ||
+        put_i64(g, "WholeExtent", extent, 6) || put_f64(g, "Origin", m->origin, 3) ||
+        put_f64(g, "Spacing", m->spacing, 3) || put_f64(g, "Direction", direction, 9))
+        return -1;
+    return 0;
+}
+
+/* Chunk shape (z, y, x) of about CHUNK_BYTES: whole planes where they fit,
+ * else whole rows, else part of a row. */
+static void chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3])
+{
+    const double target = (double)CHUNK_BYTES / (double)vs; /* values per chunk */
+    const double row = (double)n[0], plane = (double)n[0] * (double)n[1];
+    if (plane <= target) {
+        double k = floor(target / plane);
+        chunk[0] = (hsize_t)(k < (double)n[2] ? k : (double)n[2]);
+        chunk[1] = (hsize_t)n[1];
+        chunk[2] = (hsize_t)n[0];
+    } else if (row <= target) {
+        double k = floor(target / row);
+        chunk[0] = 1;
+        chunk[1] = (hsize_t)(k < (double)n[1] ? k : (double)n[1]);
+        chunk[2] = (hsize_t)n[0];
+    } else {
+        chunk[0] = chunk[1] = 1;
+        chunk[2] = (hsize_t)target;
+    }
+    for (int i = 0; i < 3; i++)
+        if (chunk[i] < 1) chunk[i] = 1;
+}
+
+/* The n-th file write of the process fails half-way when the environment
+ * says HEAT_TEST_FAIL_WRITE=n: the tests' way to break a write on purpose. */
+static int injected_failure(void)
+{
+    static atomic_long writes;
+    const char *s = getenv("HEAT_TEST_FAIL_WRITE");
+    long k = atomic_fetch_add(&writes, 1) + 1;
+    return s && atol(s) > 0 && atol(s) == k;
+}
+
+static hid_t file_access(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) return fapl;
+    /* The 1.8 format: readable by every HDF5 that ParaView ships, and its
+     * object headers and superblock carry checksums of their own. */
+    if (H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0 ||
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+        H5Pclose(fapl);
+        return H5I_INVALID_HID;
+    }
+#if H5_VERSION_GE(1, 10, 7)
+    /* Our files are never written in place, so no lock is needed; and some
+     * file systems (NFS, Lustre) refuse locks. */
+    H5Pset_file_locking(fapl, 0, 1);
+#endif
+    return fapl;
+}
+
+int heat_file_write(const char *path, const heat_file_meta *m, const void *field, int compress,
+                    heat_error *err)
+{
+    heat_io_h5_quiet();
+    char tmp[HEAT_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, g = H5I_INVALID_HID, pd = H5I_INVALID_HID,
+          sp = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+    const char *doing = "creating it";
+    const int is_float = m->precision == HEAT_FLOAT;
+    const size_t vs = is_float ? sizeof(float) : sizeof(double);
+    int rc = HEAT_OK;
+    unlink(tmp); /* a leftover of a run that was killed */
+
+    if ((fapl = file_access()) < 0) goto h5fail;
+    if ((fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) goto h5fail;
+    doing = "writing the metadata";
+    if (put_root_attrs(fid, m) || put_deck(fid, m->deck)) goto h5fail;
+    if ((g = H5Gcreate2(fid, "VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto h5fail;
+    if (put_vtkhdf_attrs(g, m)) goto h5fail;
+    if ((pd = H5Gcreate2(g, "PointData", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto h5fail;
+
+    doing = "creating the field";
+    /* Always (nz, ny, nx), nz = 1 in 2D: the file contract. (VTK's newer
+     * readers drop a single-plane z axis and would rather have (ny, nx);
+     * the reader below takes both. See docs/FORMAT.md.) */
+    const int rank = 3;
+    const hsize_t dims3[3] = {(hsize_t)m->n[2], (hsize_t)m->n[1], (hsize_t)m->n[0]};
+    hsize_t chunk3[3];
+    chunk_shape(m->n, vs, chunk3);
+    const hsize_t *dims = dims3 + (3 - rank), *chunk = chunk3 + (3 - rank);
+    if ((sp = H5Screate_simple(rank, dims, NULL)) < 0) goto h5fail;
+    if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(dcpl, rank, chunk) < 0)
+        goto h5fail;
+    /* Filters run in this order on writing: the checksum comes last, so
+     * that it covers the bytes as stored. */
+    if (compress > 0 && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)compress) < 0))
+        goto h5fail;
+    if (H5Pset_fletcher32(dcpl) < 0) goto h5fail;
+    ds = H5Dcreate2(pd, "temperature", is_float ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, sp, H5P_DEFAULT,
+                    dcpl, H5P_DEFAULT);
+    if (ds < 0) goto h5fail;
+    doing = "writing the field";
+    if (H5Dwrite(ds, is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                 field) < 0)
+        goto h5fail;
+    if (injected_failure()) {
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "cannot write %s: injected failure (HEAT_TEST_FAIL_WRITE=%s) after "
+                            "writing part of %s",
+                            path, getenv("HEAT_TEST_FAIL_WRITE"), tmp);
+        goto cleanup;
+    }
+    doing = "closing it";
+    H5Dclose(ds), ds = H5I_INVALID_HID;
+    H5Pclose(dcpl), dcpl = H5I_INVALID_HID;
+    H5Sclose(sp), sp = H5I_INVALID_HID;
+    H5Gclose(pd), pd = H5I_INVALID_HID;
+    H5Gclose(g), g = H5I_INVALID_HID;
+    /* Closing writes the last metadata: a full disk shows up here too. */
+    herr_t closed = H5Fclose(fid);
+    fid = H5I_INVALID_HID;
+    if (closed < 0) goto h5fail;
+    H5Pclose(fapl);
+    return heat_io_commit(tmp, path, err);
+
+h5fail : {
+    char cause[512];
+    heat_io_h5_cause(cause, sizeof cause, NULL);
+    rc = heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: %s (%s)", path, cause, doing);
+}
+cleanup:
+    if (ds >= 0) H5Dclose(ds);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (sp >= 0) H5Sclose(sp);
+    if (pd >= 0) H5Gclose(pd);
+    if (g >= 0) H5Gclose(g);
+    if (fid >= 0) H5Fclose(fid);
+    if (fapl >= 0) H5Pclose(fapl);
+    H5Eclear2(H5E_DEFAULT);
+    unlink(tmp);
+    return rc;
+}
+
+/* ------------------------------------------------------------- reading */
+
+static int get_attr(hid_t obj, const char *name, hid_t mtype, hssize_t count, void *out)
+{
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t sp = H5Aget_space(a);
+    int rc = sp >= 0 && H5Sget_simple_extent_npoints(sp) == count && H5Aread(a, mtype, out) >= 0
+                 ? 0
+                 : -1;
+    if (sp >= 0) H5Sclose(sp);
+    H5Aclose(a);
+    return rc;
+}
+
+/* A fixed-length string attribute of `count` strings of equal width, each
+ * copied NUL-terminated into out + i * width_out. */
+static int get_strs(hid_t obj, const char *name, hssize_t count, char *out, size_t width_out)
+{
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    int rc = -1;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a), mt = H5I_INVALID_HID;
+    char *buf = NULL;
+    if (t < 0 || sp < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0 ||
+        H5Sget_simple_extent_npoints(sp) != count)
+        goto done;
+    size_t w = H5Tget_size(t);
+    if (w == 0 || w >= width_out || (mt = string_type(w)) < 0) goto done;
+    buf = calloc((size_t)count, w);
+    if (!buf || H5Aread(a, mt, buf) < 0) goto done;
+    for (hssize_t i = 0; i < count; i++) {
+        memcpy(out + (size_t)i * width_out, buf + (size_t)i * w, w);
+        out[(size_t)i * width_out + w] = '\0';
+    }
+    rc = 0;
+done:
+    free(buf);
+    if (mt >= 0) H5Tclose(mt);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}
+
+static char *get_deck(hid_t fid)
+{
+    hid_t ds = H5Dopen2(fid, DECK_PATH, H5P_DEFAULT);
+    if (ds < 0) return NULL;
+    char *text = NULL;
+    hid_t t = H5Dget_type(ds), mt = H5I_INVALID_HID;
+    if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0) {
+        size_t w = H5Tget_size(t);
+        if ((mt = string_type(w)) >= 0 && (text = calloc(w + 1, 1)) &&
+            H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) < 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (mt >= 0) H5Tclose(mt);
+    if (t >= 0) H5Tclose(t);
+    H5Dclose(ds);
+    return text;
+}
+
+static int parse_bc_type(const char *s, heat_bc_type *t)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, heat_bc_type_name((heat_bc_type)i)) == 0) {
+            *t = (heat_bc_type)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* How the field is stored: its filters. */
+static void read_filters(hid_t ds, heat_file_meta *m)
+{
+    hid_t dcpl = H5Dget_create_plist(ds);
+    if (dcpl < 0) return;
+    int nf = H5Pget_nfilters(dcpl);
+    for (int i = 0; i < nf; i++) {
+        unsigned flags, cd[8];
+        size_t ncd = 8;
+        char name[64];
+        H5Z_filter_t f =
+            H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof name, name, NULL);
+        if (f == H5Z_FILTER_FLETCHER32) m->has_checksum = 1;
+        if (f == H5Z_FILTER_DEFLATE) m->deflate = ncd > 0 ? (int)cd[0] : 1;
+    }
+    H5Pclose(dcpl);
+}
+
+int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
+{
+    memset(m, 0, sizeof *m);
+    heat_io_h5_quiet();
+    if (access(path, R_OK) != 0)
+        return heat_error_set(err, HEAT_EINPUT, "%s: cannot read the file: %s", path,
+                              strerror(errno));
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return heat_error_set(err, HEAT_EINPUT,
+                              "%s: not a heat snapshot or checkpoint (not an HDF5 file)", path);
+    }
+    hid_t fapl = file_access(), fid = H5I_INVALID_HID, ds = H5I_INVALID_HID, sp = H5I_INVALID_HID,
+          t = H5I_INVALID_HID, g = H5I_INVALID_HID;
+    const char *what = "opening it";
+    int rc = HEAT_OK;
+    if (fapl < 0 || (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) goto corrupt;
+    if (H5Aexists(fid, "heat_format_version") <= 0) {
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "%s: not a heat snapshot or checkpoint (an HDF5 file without the "
+                            "heat_format_version attribute)",
+                            path);
+        goto done;
+    }
+    what = "reading heat_format_version";
+    if (get_attr(fid, "heat_format_version", H5T_NATIVE_INT64, 1, &m->format_version)) goto corrupt;
+    if (m->format_version < 1 || m->format_version > HEAT_FORMAT_VERSION) {
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "%s: file format %lld, but this heat (%s) reads format 1 to %d: "
+                            "written by a newer heat?",
+                            path, (long long)m->format_version, HEAT_VERSION, HEAT_FORMAT_VERSION);
+        goto done;
+    }
+
+    char kind[BC_STR_WIDTH + 1], prec[BC_STR_WIDTH + 1], types[HEAT_NFACES][BC_STR_WIDTH + 1];
+    double value[HEAT_NFACES], gradient[HEAT_NFACES];
+    what = "reading its attributes";
+    if (get_strs(fid, "heat_version", 1, m->program_version, sizeof m->program_version) ||
+        get_strs(fid, "kind", 1, kind, sizeof kind) ||
+        get_attr(fid, "step", H5T_NATIVE_INT64, 1, &m->step) ||
+        get_attr(fid, "time", H5T_NATIVE_DOUBLE, 1, &m->time) ||
+        get_attr(fid, "dt", H5T_NATIVE_DOUBLE, 1, &m->dt) ||
+        get_strs(fid, "precision", 1, prec, sizeof prec) ||
+        get_attr(fid, "grid_points", H5T_NATIVE_INT64, 3, m->n) ||
+        get_attr(fid, "grid_length", H5T_NATIVE_DOUBLE, 3, m->length) ||
+        get_attr(fid, "grid_origin", H5T_NATIVE_DOUBLE, 3, m->origin) ||
+        get_attr(fid, "grid_spacing", H5T_NATIVE_DOUBLE, 3, m->spacing) ||
+        get_attr(fid, "diffusivity", H5T_NATIVE_DOUBLE, 1, &m->alpha) ||
+        get_strs(fid, "boundary_type", HEAT_NFACES, &types[0][0], BC_STR_WIDTH + 1) ||
+        get_attr(fid, "boundary_value", H5T_NATIVE_DOUBLE, HEAT_NFACES, value) ||
+        get_attr(fid, "boundary_gradient", H5T_NATIVE_DOUBLE, HEAT_NFACES, gradient))
+        goto corrupt;
+    what = "checking its attributes";
+    if (strcmp(kind, "snapshot") == 0)
+        m->kind = HEAT_FILE_SNAPSHOT;
+    else if (strcmp(kind, "checkpoint") == 0)
+        m->kind = HEAT_FILE_CHECKPOINT;
+    else
+        goto invalid;
+    if (strcmp(prec, "double") == 0)
+        m->precision = HEAT_DOUBLE;
+    else if (strcmp(prec, "float") == 0)
+        m->precision = HEAT_FLOAT;
+    else
+        goto invalid;
+    for (int f = 0; f < HEAT_NFACES; f++) {
+        if (parse_bc_type(types[f], &m->bc[f].type)) goto invalid;
+        m->bc[f].value = value[f];
+        m->bc[f].gradient = gradient[f];
+    }
+    for (int a = 0; a < 3; a++)
+        if (m->n[a] < 1 || m->n[a] > (INT64_C(1) << 40)) goto invalid;
+    if (m->step < 0 || !(m->dt > 0)) goto invalid;
+    m->dims = m->n[2] == 1 ? 2 : 3;
+
+    what = "reading /VTKHDF";
+    int64_t extent[6];
+    if ((g = H5Gopen2(fid, "VTKHDF", H5P_DEFAULT)) < 0 ||
+        get_attr(g, "WholeExtent", H5T_NATIVE_INT64, 6, extent))
+        goto corrupt;
+    for (int a = 0; a < 3; a++)
+        if (extent[2 * a] != 0 || extent[2 * a + 1] != m->n[a] - 1) goto invalid;
+
+    what = "reading the field's shape";
+    if ((ds = H5Dopen2(fid, FIELD_PATH, H5P_DEFAULT)) < 0 || (sp = H5Dget_space(ds)) < 0 ||
+        (t = H5Dget_type(ds)) < 0)
+        goto corrupt;
+    /* (nz, ny, nx), or (ny, nx) when nz = 1. */
+    hsize_t dims[3] = {1, 1, 1};
+    const int rank = H5Sget_simple_extent_ndims(sp);
+    if (rank < 2 || rank > 3 || (rank == 2 && m->n[2] != 1) ||
+        H5Sget_simple_extent_dims(sp, dims + (3 - rank), NULL) != rank ||
+        dims[0] != (hsize_t)m->n[2] || dims[1] != (hsize_t)m->n[1] || dims[2] != (hsize_t)m->n[0] ||
+        H5Tget_class(t) != H5T_FLOAT || H5Tget_size(t) != (m->precision == HEAT_FLOAT ? 4u : 8u))
+        goto invalid;
+    read_filters(ds, m);
+
+    what = "reading the deck";
+    if (!(m->deck = get_deck(fid))) goto corrupt;
+    goto done;
+
+invalid:
+    rc = heat_error_set(err, HEAT_ERUNTIME, "%s is corrupt: %s: values out of place", path, what);
+    goto done;
+corrupt : {
+    char cause[512];
+    heat_io_h5_cause(cause, sizeof cause, NULL);
+    rc = heat_error_set(err, HEAT_ERUNTIME, "%s is corrupt: %s: %s", path, what, cause);
+}
+done:
+    if (t >= 0) H5Tclose(t);
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    if (g >= 0) H5Gclose(g);
+    if (fid >= 0) H5Fclose(fid);
+    if (fapl >= 0) H5Pclose(fapl);
+    H5Eclear2(H5E_DEFAULT);
+    if (rc != HEAT_OK) heat_file_meta_free(m);
+    return rc;
+}
+
+int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precision as, void *field,
+                         heat_error *err)
+{
+    (void)m;
+    heat_io_h5_quiet();
+    hid_t fapl = file_access(), fid = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+    int rc = HEAT_OK;
+    if (fapl < 0 || (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0 ||
+        (ds = H5Dopen2(fid, FIELD_PATH, H5P_DEFAULT)) < 0 ||
+        H5Dread(ds, as == HEAT_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                H5P_DEFAULT, field) < 0) {
+        char cause[512];
+        int checksum = 0;
+        heat_io_h5_cause(cause, sizeof cause, &checksum);
+        rc = checksum ? heat_error_set(err, HEAT_ERUNTIME,
+                                       "%s is corrupt: the field fails its Fletcher-32 checksum "
+                                       "(%s)",
+                                       path, cause)
+                      : heat_error_set(err, HEAT_ERUNTIME,
+                                       "%s is corrupt: cannot read the field: %s", path, cause);
+    }
+    if (ds >= 0) H5Dclose(ds);
+    if (fid >= 0) H5Fclose(fid);
+    if (fapl >= 0) H5Pclose(fapl);
+    H5Eclear2(H5E_DEFAULT);
+    return rc;
+}
+
+void heat_file_meta_free(heat_file_meta *m)
+{
+    free(m->deck);
+    m->deck = NULL;
+}
+
+/* ------------------------------------------------------------ matching */
+
+static void triple_text(char *buf, size_t n, const double *v, int count)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < count && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%.17g", i ? ", " : "", v[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+static void bc_text(char *buf, size_t n, const heat_bc *bc)
+{
+    if (bc->type == HEAT_BC_DIRICHLET)
+        snprintf(buf, n, "dirichlet, value %.17g", bc->value);
+    else if (bc->type == HEAT_BC_NEUMANN)
+        snprintf(buf, n, "neumann, gradient %.17g", bc->gradient);
+    else
+        snprintf(buf, n, "periodic");
+}
+
+static int same_bc(const heat_bc *a, const heat_bc *b)
+{
+    if (a->type != b->type) return 0;
+    if (a->type == HEAT_BC_DIRICHLET) return a->value == b->value;
+    if (a->type == HEAT_BC_NEUMANN) return a->gradient == b->gradient;
+    return 1;
+}
+
+int heat_file_check_case(const heat_file_meta *m, const heat_case *c, const char *what,
+                         heat_error *err)
+{
+    heat_error diff;
+    heat_error_clear(&diff);
+    const char *kind = heat_file_kind_name(m->kind);
+    if (m->n[0] != c->grid.n[0] || m->n[1] != c->grid.n[1] || m->n[2] != c->grid.n[2])
+        heat_error_append(&diff, HEAT_EINPUT,
+                          "  grid.points = [%lld, %lld, %lld] in the deck, [%lld, %lld, %lld] in "
+                          "the %s",
+                          (long long)c->grid.n[0], (long long)c->grid.n[1], (long long)c->grid.n[2],
+                          (long long)m->n[0], (long long)m->n[1], (long long)m->n[2], kind);
+    const int dims = c->grid.dims;
+    int length_differs = 0, origin_differs = 0;
+    for (int a = 0; a < dims; a++) {
+        length_differs |= m->length[a] != c->grid.length[a];
+        origin_differs |= m->origin[a] != c->grid.origin[a];
+    }
+    char x[160], y[160];
+    if (length_differs) {
+        triple_text(x, sizeof x, c->grid.length, 3);
+        triple_text(y, sizeof y, m->length, 3);
+        heat_error_append(&diff, HEAT_EINPUT, "  grid.length = %s in the deck, %s in the %s", x, y,
+                          kind);
+    }
+    if (origin_differs) {
+        triple_text(x, sizeof x, c->grid.origin, 3);
+        triple_text(y, sizeof y, m->origin, 3);
+        heat_error_append(&diff, HEAT_EINPUT, "  grid.origin = %s in the deck, %s in the %s", x, y,
+                          kind);
+    }
+    if (m->precision != c->solver.precision)
+        heat_error_append(
+            &diff, HEAT_EINPUT, "  solver.precision = \"%s\" in the deck, \"%s\" in the %s",
+            heat_precision_name(c->solver.precision), heat_precision_name(m->precision), kind);
+    for (int f = 0; f < 2 * dims; f++) {
+        if (same_bc(&m->bc[f], &c->bc[f])) continue;
+        bc_text(x, sizeof x, &c->bc[f]);
+        bc_text(y, sizeof y, &m->bc[f]);
+        heat_error_append(&diff, HEAT_EINPUT, "  boundary.%s = %s in the deck, %s in the %s",
+                          heat_face_name(f), x, y, kind);
+    }
+    if (m->alpha != c->alpha)
+        heat_error_append(&diff, HEAT_EINPUT,
+                          "  material.diffusivity = %.17g in the deck, %.17g in the %s", c->alpha,
+                          m->alpha, kind);
+    if (diff.code == HEAT_OK) return HEAT_OK;
+    return heat_error_set(err, HEAT_EINPUT,
+                          "%s: the deck does not match the %s (grid, precision, boundary "
+                          "conditions and diffusivity must stay the same to continue a run):\n%s",
+                          what, kind, diff.msg);
+}

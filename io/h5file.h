@@ -1,0 +1,92 @@
+/* One field file: a VTKHDF ImageData file (ParaView opens it on its own)
+ * that also carries everything a restart needs. Snapshots and checkpoints
+ * share this layout; docs/FORMAT.md is the reference.
+ *
+ * Files are written atomically: under `<path>.tmp`, flushed to disk, renamed
+ * into place and the directory flushed, so that a file under its final name
+ * is always complete. The field is stored in chunks with HDF5's Fletcher-32
+ * checksum filter, so that a damaged file is an error on reading, never
+ * silently different data.
+ *
+ * HDF5's own error printing is switched off; its errors come back as
+ * heat_error messages naming the file and the cause.
+ */
+#ifndef HEAT_H5FILE_H
+#define HEAT_H5FILE_H
+
+#include <stdint.h>
+
+#include "heat_case.h"
+#include "heat_error.h"
+
+/* The layout version this program writes and the newest it reads. */
+#define HEAT_FORMAT_VERSION 1
+
+typedef enum { HEAT_FILE_SNAPSHOT, HEAT_FILE_CHECKPOINT } heat_file_kind;
+
+/* A file's metadata: the restart state and the grid. */
+typedef struct heat_file_meta {
+    heat_file_kind kind;
+    int64_t format_version; /* HEAT_FORMAT_VERSION when written by this program */
+    char program_version[64];
+    int64_t step;
+    double time; /* simulated time of `step` */
+    double dt;   /* the time step of the run that wrote it */
+    heat_precision precision;
+    int dims; /* 2 (n[2] == 1) or 3 */
+    int64_t n[3];
+    double length[3], origin[3], spacing[3];
+    double alpha;
+    heat_bc bc[HEAT_NFACES];
+    char *deck; /* the canonical deck text; malloc'd by heat_file_read_meta */
+    /* Read only: how the field is stored. */
+    int has_checksum; /* the Fletcher-32 filter is on the field */
+    int deflate;      /* deflate level, 0 when off */
+} heat_file_meta;
+
+/* Fills `m` from a derived case for a file of `kind` at `step`; `deck` is
+ * borrowed (NULL: none). */
+void heat_file_meta_from_case(heat_file_meta *m, const heat_case *c, heat_file_kind kind,
+                              int64_t step, double time, const char *deck);
+
+/* Writes `field` (n[0]*n[1]*n[2] values of m->precision, x fastest) and the
+ * metadata to `path`, atomically (see above). compress is the deflate level
+ * 0..9 (0: off). Returns HEAT_ERUNTIME with the path and the cause (the
+ * system's reason where there is one: "No space left on device") on any
+ * failure, after removing the temporary file; an earlier file under `path`
+ * is then untouched.
+ *
+ * For tests: with HEAT_TEST_FAIL_WRITE=<n> in the environment, the n-th call
+ * of this function in the process fails after writing part of the file. */
+int heat_file_write(const char *path, const heat_file_meta *m, const void *field, int compress,
+                    heat_error *err);
+
+/* Reads the metadata of `path` (nothing of the field) into *m; free it with
+ * heat_file_meta_free. Returns HEAT_EINPUT when the file is missing or
+ * unreadable, is not an HDF5 file, or is not a heat snapshot or checkpoint
+ * (or is of a newer format), and HEAT_ERUNTIME when it is one but cannot be
+ * read (damaged). Messages start with the path. */
+int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err);
+
+/* Reads the whole field of `path` (metadata `m` from heat_file_read_meta)
+ * into `field`, converting it to `as` when the file holds the other
+ * precision, and so verifies every chunk's checksum. HEAT_ERUNTIME naming the
+ * file as corrupt when a checksum fails or the data cannot be read. */
+int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precision as, void *field,
+                         heat_error *err);
+
+/* Frees what heat_file_read_meta allocated; safe on a zeroed struct. */
+void heat_file_meta_free(heat_file_meta *m);
+
+/* Compares a case (the deck of a restart) with a file's metadata: grid
+ * (points, length, origin), precision, boundary conditions and diffusivity
+ * must be the same. Returns HEAT_EINPUT listing every difference, each with
+ * the deck key, the deck's value and the file's; `what` starts the message
+ * ("--restart run/x_ckpt_00000100.vtkhdf"). */
+int heat_file_check_case(const heat_file_meta *m, const heat_case *c, const char *what,
+                         heat_error *err);
+
+/* "snapshot" or "checkpoint". */
+const char *heat_file_kind_name(heat_file_kind k);
+
+#endif
