@@ -9,12 +9,15 @@
 #      residual every 100 steps, no output between start and end).
 # Logs and the bench JSON go to the directory given (default gpu-check/).
 #
-#   tools/gpu_check.sh [OUTDIR] [steps...]    steps: build tests sanitize bench loop
+#   5. output overhead: the same 256^3 float run with a snapshot every 100
+#      steps and with none.
+#
+#   tools/gpu_check.sh [OUTDIR] [steps...]    steps: build tests sanitize bench loop output
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check}
 shift || true
-steps=${*:-build tests sanitize bench loop}
+steps=${*:-build tests sanitize bench loop output}
 mkdir -p "$out"
 build=${HEAT_GPU_BUILD:-build-gpu}
 jobs=$(nproc 2>/dev/null || echo 4)
@@ -116,5 +119,15 @@ EOF
   "$heat" run "$out/loop.cfg" --overwrite --set "output.dir=$out/loop" | tee "$out/loop.txt" ||
     status=1
   rm -rf "$out/loop"
+fi
+if has output; then
+  say "output overhead: 256^3 float, 2000 steps, a snapshot every 100 steps against none"
+  sed -e 's/512, 512, 512/256, 256, 256/' -e 's/max_steps = 3000/max_steps = 2000/' \
+    "$out/loop.cfg" >"$out/output.cfg"
+  for every in 0 100 0 100; do
+    "$heat" run "$out/output.cfg" --overwrite --set "output.dir=$out/o$every" \
+      --set "output.every=$every" | grep -E "wall|files" | sed "s/^/every=$every: /"
+    rm -rf "$out/o$every"
+  done | tee "$out/output.txt"
 fi
 exit $status
