@@ -97,32 +97,11 @@ static int exists_in(const char *dir, const char *name)
     return test_exists(p);
 }
 
-/* The whole file as a malloc'd string, or NULL when it cannot be read. */
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0;
-    char *s = malloc(cap);
-    assert_non_null(s);
-    size_t k;
-    while ((k = fread(s + len, 1, cap - len - 1, f)) > 0) {
-        len += k;
-        if (len + 1 == cap) {
-            s = realloc(s, cap *= 2);
-            assert_non_null(s);
-        }
-    }
-    fclose(f);
-    s[len] = '\0';
-    return s;
-}
-
 static char *read_in(const char *dir, const char *name)
 {
     char p[4200];
     path_in(p, sizeof p, dir, name);
-    char *s = read_text(p);
+    char *s = test_read_file(p);
     if (!s) fail_msg("cannot read %s", p);
     return s;
 }
@@ -1161,10 +1140,10 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
     int st = 0, started = 0;
     while (now_seconds() - t0 < 30) {
         if (waitpid(pid, &st, WNOHANG) == pid) {
-            char *e = read_text(err_path);
+            char *e = test_read_file(err_path);
             fail_msg("heat ended before the signal (status 0x%x):\n%s", st, e ? e : "");
         }
-        char *h = read_text(hist);
+        char *h = test_read_file(hist);
         started = h && last_history_row(h, NULL, NULL) >= 0;
         free(h);
         if (started && now_seconds() - t0 >= 1.0) break;
@@ -1189,7 +1168,7 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
         waitpid(pid, &st, 0);
         fail_msg("heat did not stop within 20 s of %s", sig_name);
     }
-    char *out = read_text(out_path), *err = read_text(err_path);
+    char *out = test_read_file(out_path), *err = test_read_file(err_path);
     assert_non_null(out);
     assert_non_null(err);
     if (WIFSIGNALED(st))

@@ -362,27 +362,6 @@ static void test_blow_up_is_runtime_error(void **state)
 
 /* ---- the output directory and history.csv ------------------------------ */
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *s = malloc(cap);
-    assert_non_null(s);
-    size_t k;
-    while ((k = fread(s + len, 1, cap - len - 1, f)) > 0) {
-        len += k;
-        if (len + 1 >= cap) {
-            cap *= 2;
-            s = realloc(s, cap);
-            assert_non_null(s);
-        }
-    }
-    s[len] = '\0';
-    fclose(f);
-    return s;
-}
-
 static void test_occupied_output_dir_refused(void **state)
 {
     (void)state;
@@ -403,7 +382,7 @@ static void test_occupied_output_dir_refused(void **state)
     if (!strstr(err.msg, "history.csv"))
         fail_msg("the message does not name the file: %s", err.msg);
     /* Nothing touched. */
-    char *now = read_text(path);
+    char *now = test_read_file(path);
     assert_non_null(now);
     assert_string_equal(now, old);
     free(now);
@@ -413,7 +392,7 @@ static void test_occupied_output_dir_refused(void **state)
     rc = run(&r, 1, NULL, &res, &err);
     if (rc != HEAT_OK) fail_msg("with overwrite: heat_run returned %d: %s", rc, err.msg);
     assert_int_equal(res.final_step, 10);
-    now = read_text(path);
+    now = test_read_file(path);
     assert_non_null(now);
     assert_true(strcmp(now, old) != 0);
     assert_true(strncmp(now, "step,time,residual,wall", 23) == 0);
@@ -428,7 +407,7 @@ static void expect_history(const run_case *r, const int64_t *steps, int n, doubl
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/history.csv", r->dir);
-    char *text = read_text(path);
+    char *text = test_read_file(path);
     if (!text) fail_msg("no %s", path);
     char *save = NULL, *line = strtok_r(text, "\n", &save);
     assert_non_null(line);

@@ -253,24 +253,6 @@ static int count_files(const char *dir, const char *suffix)
     return n;
 }
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0, k;
-    char *s = xmalloc(cap);
-    while ((k = fread(s + len, 1, cap - len - 1, f)) > 0) {
-        len += k;
-        if (len + 1 == cap) {
-            s = realloc(s, cap *= 2);
-            assert_non_null(s);
-        }
-    }
-    fclose(f);
-    s[len] = '\0';
-    return s;
-}
-
 /* The index's entries: step (from the file name) and time, in file order. */
 typedef struct xmf_entry {
     long long step;
@@ -281,7 +263,7 @@ static int read_index(const run_case *r, xmf_entry *e, int max)
 {
     char path[4400];
     heat_output_index_path(path, sizeof path, r->dir, r->c.name);
-    char *text = read_text(path);
+    char *text = test_read_file(path);
     if (!text) fail_msg("no index %s", path);
     int n = 0;
     const char *p = text;
@@ -801,7 +783,7 @@ static void test_restart_incompatible(void **state)
     path_of(ckpt, sizeof ckpt, &r, 1, 5);
     char history[4400];
     snprintf(history, sizeof history, "%s/history.csv", r.dir);
-    char *before = read_text(history);
+    char *before = test_read_file(history);
 
     static const struct {
         const char *set, *bc, *want;
@@ -841,7 +823,7 @@ static void test_restart_incompatible(void **state)
         expect_in("error", err.msg, "does not match the checkpoint");
         expect_in("error", err.msg, cases[i].want);
         /* nothing written */
-        char *now = read_text(history);
+        char *now = test_read_file(history);
         assert_string_equal(now, before);
         free(now);
         char p[4400];
@@ -1028,7 +1010,7 @@ static void test_latest_all_damaged(void **state)
     damage_field(c5);
     char history[4400];
     snprintf(history, sizeof history, "%s/history.csv", b1.dir);
-    char *before = read_text(history);
+    char *before = test_read_file(history);
     const char *more[] = {"time.max_steps=20", NULL};
     run_case b2;
     load_case(&b2, bc_sets[1][1], b1.dir, more);
@@ -1039,7 +1021,7 @@ static void test_latest_all_damaged(void **state)
     expect_in("error", err.msg, c10);
     expect_in("error", err.msg, c5);
     expect_in("notices", notices, "trying the next older checkpoint");
-    char *after = read_text(history);
+    char *after = test_read_file(history);
     assert_string_equal(before, after); /* nothing written */
     free(before);
     free(after);

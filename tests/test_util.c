@@ -63,42 +63,6 @@ static char *slurp_fd(int fd)
     return s;
 }
 
-int test_run_heat(const char *cwd, const char *const *argv, char **out, char **err)
-{
-    char tmpl_o[] = "/tmp/heat_test_outXXXXXX", tmpl_e[] = "/tmp/heat_test_errXXXXXX";
-    int fo = mkstemp(tmpl_o), fe = mkstemp(tmpl_e);
-    assert_true(fo >= 0 && fe >= 0);
-    unlink(tmpl_o);
-    unlink(tmpl_e);
-    int n = 0;
-    while (argv[n]) n++;
-    char **av = calloc((size_t)n + 2, sizeof *av);
-    av[0] = (char *)HEAT_EXE;
-    for (int i = 0; i < n; i++) av[i + 1] = (char *)argv[i];
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (cwd && chdir(cwd) != 0) _exit(126);
-        int nul = open("/dev/null", O_RDONLY);
-        dup2(nul, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(HEAT_EXE, av);
-        _exit(127);
-    }
-    free(av);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    lseek(fo, 0, SEEK_SET);
-    lseek(fe, 0, SEEK_SET);
-    if (out) *out = slurp_fd(fo);
-    if (err) *err = slurp_fd(fe);
-    close(fo);
-    close(fe);
-    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-    return WEXITSTATUS(st);
-}
-
 int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_bytes, char **out,
                         char **err)
 {
@@ -116,9 +80,11 @@ int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_
     pid_t pid = fork();
     if (pid == 0) {
         if (cwd && chdir(cwd) != 0) _exit(126);
-        struct rlimit lim = {(rlim_t)max_file_bytes, (rlim_t)max_file_bytes};
-        signal(SIGXFSZ, SIG_IGN); /* stays ignored across exec */
-        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(126);
+        if (max_file_bytes >= 0) {
+            struct rlimit lim = {(rlim_t)max_file_bytes, (rlim_t)max_file_bytes};
+            signal(SIGXFSZ, SIG_IGN); /* stays ignored across exec */
+            if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(126);
+        }
         int nul = open("/dev/null", O_RDONLY);
         dup2(nul, 0);
         dup2(fo, 1);
@@ -172,4 +138,28 @@ void test_sets_add(test_sets *s, const char *fmt, ...)
     va_end(ap);
     s->ptr[s->n] = s->buf[s->n];
     s->n++;
+}
+
+int test_run_heat(const char *cwd, const char *const *argv, char **out, char **err)
+{
+    return test_run_heat_fsize(cwd, argv, -1, out, err);
+}
+
+char *test_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0, k;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    while ((k = fread(s + len, 1, cap - len - 1, f)) > 0) {
+        len += k;
+        if (len + 1 == cap) {
+            s = realloc(s, cap *= 2);
+            assert_non_null(s);
+        }
+    }
+    fclose(f);
+    s[len] = '\0';
+    return s;
 }

@@ -21,9 +21,12 @@ int test_run_heat(const char *cwd, const char *const *argv, char **out, char **e
 
 /* As test_run_heat, with the size of any file the program writes limited to
  * `max_file_bytes` (RLIMIT_FSIZE; SIGXFSZ ignored, so that a write past it
- * fails with EFBIG as on a full disk). */
+ * fails with EFBIG as on a full disk); a negative limit sets none. */
 int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_bytes, char **out,
                         char **err);
+
+/* The whole file as a malloc'd string, or NULL when it cannot be read. */
+char *test_read_file(const char *path);
 
 /* Writes `text` to path; asserts on failure. */
 void test_write_file(const char *path, const char *text);
