@@ -10,30 +10,15 @@ __global__ void __launch_bounds__(256) naive_kernel(const heat_stencil_args<T> a
     unsigned long long m = 0;
     for (int w = blockIdx.z * blockDim.z + threadIdx.z; w - (int)threadIdx.z < a.nw;
          w += gridDim.z * blockDim.z) {
-        if (i < a.nx && j < a.np && w < a.nw && !hk_held(i, a.nx, a.bx) &&
-            (!D3 || !hk_held(j, a.np, a.bp)) && !hk_held(w, a.nw, a.bw)) {
+        if (hk_writes<T, D3>(a, i, j, w)) {
             const long long row = (long long)w * a.sw + (long long)j * a.sp;
-            const T c = a.u[row + i];
-            T xm = a.u[row + hk_map(i - 1, a.nx, a.bx)];
-            T xp = a.u[row + hk_map(i + 1, a.nx, a.bx)];
-            hk_xghost(i, a.nx, a.bx, a.gx, xm, xp);
-            T pm = 0, pp = 0, apm, app, awm, awp;
-            if (D3) {
-                hk_ghost(j, a.np, a.bp, a.gp, apm, app);
-                const long long plane = (long long)w * a.sw + i;
-                pm = a.u[plane + hk_map(j - 1, a.np, a.bp) * a.sp] + apm;
-                pp = a.u[plane + hk_map(j + 1, a.np, a.bp) * a.sp] + app;
-            }
-            hk_ghost(w, a.nw, a.bw, a.gw, awm, awp);
-            const long long col = (long long)j * a.sp + i;
-            const T wm = a.u[col + hk_map(w - 1, a.nw, a.bw) * a.sw] + awm;
-            const T wp = a.u[col + hk_map(w + 1, a.nw, a.bw) * a.sw] + awp;
-            const T v = hk_point<T, D3>(c, xm, xp, pm, pp, wm, wp, a.rx, a.rp, a.rw);
-            a.out[row + i] = v;
-            if (RES) {
-                unsigned long long d = hk_diff_bits(v, c);
-                m = d > m ? d : m;
-            }
+            const long long plane = (long long)w * a.sw + i, col = (long long)j * a.sp + i;
+            const T pm = D3 ? a.u[plane + hk_map(j - 1, a.np, a.bp) * a.sp] : T(0);
+            const T pp = D3 ? a.u[plane + hk_map(j + 1, a.np, a.bp) * a.sp] : T(0);
+            hk_update<T, D3, RES>(a, i, j, w, a.u[row + i], a.u[row + hk_map(i - 1, a.nx, a.bx)],
+                                  a.u[row + hk_map(i + 1, a.nx, a.bx)], pm, pp,
+                                  a.u[col + hk_map(w - 1, a.nw, a.bw) * a.sw],
+                                  a.u[col + hk_map(w + 1, a.nw, a.bw) * a.sw], m);
         }
     }
     if (RES) hk_block_max(m, a.resid);

@@ -39,25 +39,12 @@ __global__ void __launch_bounds__(BX *BP) sliced_kernel(const heat_stencil_args<
         const int sm = k % 3, sc = (k + 1) % 3, sn = (k + 2) % 3;
         load(sn, w + 1);
         __syncthreads();
-        if (inside && !hk_held(w, a.nw, a.bw)) {
+        if (hk_writes<T, D3>(a, i, j, w)) {
             const int tx = threadIdx.x + 1, tp = threadIdx.y + PH;
-            const T c = planes[sc][tp][tx];
-            T xm = planes[sc][tp][tx - 1], xp = planes[sc][tp][tx + 1];
-            hk_xghost(i, a.nx, a.bx, a.gx, xm, xp);
-            T pm = 0, pp = 0, apm, app, awm, awp;
-            if (D3) {
-                hk_ghost(j, a.np, a.bp, a.gp, apm, app);
-                pm = planes[sc][tp - 1][tx] + apm;
-                pp = planes[sc][tp + 1][tx] + app;
-            }
-            hk_ghost(w, a.nw, a.bw, a.gw, awm, awp);
-            const T wm = planes[sm][tp][tx] + awm, wp = planes[sn][tp][tx] + awp;
-            const T v = hk_point<T, D3>(c, xm, xp, pm, pp, wm, wp, a.rx, a.rp, a.rw);
-            a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
-            if (RES) {
-                unsigned long long d = hk_diff_bits(v, c);
-                m = d > m ? d : m;
-            }
+            hk_update<T, D3, RES>(a, i, j, w, planes[sc][tp][tx], planes[sc][tp][tx - 1],
+                                  planes[sc][tp][tx + 1], D3 ? planes[sc][tp - 1][tx] : T(0),
+                                  D3 ? planes[sc][tp + 1][tx] : T(0), planes[sm][tp][tx],
+                                  planes[sn][tp][tx], m);
         }
         __syncthreads();
     }

@@ -27,26 +27,12 @@ __global__ void __launch_bounds__(BX *BP *BW) tiled_kernel(const heat_stencil_ar
         }
         __syncthreads();
         const int w = w0 + threadIdx.z;
-        if (i < a.nx && j < a.np && w < a.nw && !hk_held(i, a.nx, a.bx) &&
-            (!D3 || !hk_held(j, a.np, a.bp)) && !hk_held(w, a.nw, a.bw)) {
+        if (hk_writes<T, D3>(a, i, j, w)) {
             const int tx = threadIdx.x + 1, tp = threadIdx.y + PH, tw = threadIdx.z + 1;
-            const T c = tile[tw][tp][tx];
-            T xm = tile[tw][tp][tx - 1], xp = tile[tw][tp][tx + 1];
-            hk_xghost(i, a.nx, a.bx, a.gx, xm, xp);
-            T pm = 0, pp = 0, apm, app, awm, awp;
-            if (D3) {
-                hk_ghost(j, a.np, a.bp, a.gp, apm, app);
-                pm = tile[tw][tp - 1][tx] + apm;
-                pp = tile[tw][tp + 1][tx] + app;
-            }
-            hk_ghost(w, a.nw, a.bw, a.gw, awm, awp);
-            const T wm = tile[tw - 1][tp][tx] + awm, wp = tile[tw + 1][tp][tx] + awp;
-            const T v = hk_point<T, D3>(c, xm, xp, pm, pp, wm, wp, a.rx, a.rp, a.rw);
-            a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
-            if (RES) {
-                unsigned long long d = hk_diff_bits(v, c);
-                m = d > m ? d : m;
-            }
+            hk_update<T, D3, RES>(a, i, j, w, tile[tw][tp][tx], tile[tw][tp][tx - 1],
+                                  tile[tw][tp][tx + 1], D3 ? tile[tw][tp - 1][tx] : T(0),
+                                  D3 ? tile[tw][tp + 1][tx] : T(0), tile[tw - 1][tp][tx],
+                                  tile[tw + 1][tp][tx], m);
         }
         __syncthreads();
     }

@@ -91,6 +91,35 @@ template <typename T> __device__ __forceinline__ unsigned long long hk_diff_bits
     return (unsigned long long)__double_as_longlong(fabs((double)v - (double)c));
 }
 
+/* Whether node (i, j, w) is inside the grid and not on a Dirichlet face:
+ * a node the sweep writes. */
+template <typename T, bool D3>
+__device__ __forceinline__ bool hk_writes(const heat_stencil_args<T> &a, int i, int j, int w)
+{
+    return i < a.nx && j < a.np && w < a.nw && !hk_held(i, a.nx, a.bx) &&
+           (!D3 || !hk_held(j, a.np, a.bp)) && !hk_held(w, a.nw, a.bw);
+}
+
+/* The update of node (i, j, w) from its centre and its neighbours as read
+ * (mapped through the boundaries, before the Neumann ghost constants): adds
+ * the ghosts, writes u' and, when RES, folds |u' - u| into m. */
+template <typename T, bool D3, bool RES>
+__device__ __forceinline__ void hk_update(const heat_stencil_args<T> &a, int i, int j, int w, T c,
+                                          T xm, T xp, T pm, T pp, T wm, T wp, unsigned long long &m)
+{
+    hk_xghost(i, a.nx, a.bx, a.gx, xm, xp);
+    T apm = 0, app = 0, awm, awp;
+    if (D3) hk_ghost(j, a.np, a.bp, a.gp, apm, app);
+    hk_ghost(w, a.nw, a.bw, a.gw, awm, awp);
+    const T v =
+        hk_point<T, D3>(c, xm, xp, pm + apm, pp + app, wm + awm, wp + awp, a.rx, a.rp, a.rw);
+    a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
+    if (RES) {
+        const unsigned long long d = hk_diff_bits(v, c);
+        m = d > m ? d : m;
+    }
+}
+
 /* Block-wide max of `m`, one atomicMax per block. Every thread of the block
  * must call it. */
 __device__ __forceinline__ void hk_block_max(unsigned long long m, unsigned long long *out)
