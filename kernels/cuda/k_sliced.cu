@@ -18,8 +18,6 @@ __global__ void __launch_bounds__(BX *BP) sliced_kernel(const heat_stencil_args<
     const int i = x0 + threadIdx.x, j = p0 + threadIdx.y;
     const int w0 = blockIdx.z * a.wchunk;
     const int w1 = min(w0 + a.wchunk, a.nw);
-    const bool inside =
-        i < a.nx && j < a.np && !hk_held(i, a.nx, a.bx) && (!D3 || !hk_held(j, a.np, a.bp));
 
     auto load = [&](int slot, int w) {
         const long long base = (long long)hk_map(w, a.nw, a.bw) * a.sw;
