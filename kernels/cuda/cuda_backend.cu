@@ -51,6 +51,7 @@ typedef struct cuda_state {
     size_t bytes;
     int three_d;
     heat_kernel kernel;
+    int depth; /* steps fused per pass (temporal blocking; 1 without) */
     char device[256];
     heat_stencil_args<float> af;
     heat_stencil_args<double> ad;
@@ -124,7 +125,8 @@ template <typename T> static void fill_args(const heat_case *c, heat_stencil_arg
 }
 
 template <typename T>
-static cudaError_t launch(heat_kernel k, const heat_stencil_args<T> &a, bool d3, cudaStream_t s)
+static cudaError_t launch(heat_kernel k, const heat_stencil_args<T> &a, bool d3, int depth,
+                          cudaStream_t s)
 {
     switch (k) {
     case HEAT_KERNEL_NAIVE:
@@ -135,12 +137,13 @@ static cudaError_t launch(heat_kernel k, const heat_stencil_args<T> &a, bool d3,
         return heat_cuda_launch_sliced<T>(a, d3, s);
     case HEAT_KERNEL_REGISTER_TILED:
     default:
-        return heat_cuda_launch_register<T>(a, d3, s);
+        return heat_cuda_launch_temporal<T>(a, d3, depth, s);
     }
 }
 
-/* One sweep u -> v of the case's precision, then the levels swap. */
-static cudaError_t sweep(cuda_state *s, bool resid)
+/* One pass u -> v of `depth` steps (1 for every kernel but register_tiled)
+ * of the case's precision, then the levels swap. */
+static cudaError_t sweep(cuda_state *s, bool resid, int depth)
 {
     cudaError_t e;
     if (s->copy_source == s->v) {
@@ -153,13 +156,13 @@ static cudaError_t sweep(cuda_state *s, bool resid)
         a.u = (const float *)s->u;
         a.out = (float *)s->v;
         a.resid = resid ? s->d_resid : nullptr;
-        e = launch<float>(s->kernel, a, s->three_d, s->stream);
+        e = launch<float>(s->kernel, a, s->three_d, depth, s->stream);
     } else {
         heat_stencil_args<double> a = s->ad;
         a.u = (const double *)s->u;
         a.out = (double *)s->v;
         a.resid = resid ? s->d_resid : nullptr;
-        e = launch<double>(s->kernel, a, s->three_d, s->stream);
+        e = launch<double>(s->kernel, a, s->three_d, depth, s->stream);
     }
     std::swap(s->u, s->v);
     return e;
@@ -258,10 +261,14 @@ static void cuda_host_free(heat_backend *b, void *p)
 static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    for (int64_t n = 0; n < steps; n++) {
-        const bool last = n == steps - 1, resid = residual && last;
+    /* Passes of `depth` fused steps; the last pass fuses what remains, so a
+     * call never runs past the step the driver asked for. */
+    for (int64_t left = steps; left > 0;) {
+        const int k = left < s->depth ? (int)left : s->depth;
+        const bool resid = residual && left == k;
         if (resid) HEAT_CUDA_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->stream));
-        HEAT_CUDA_CHECK(sweep(s, resid));
+        HEAT_CUDA_CHECK(sweep(s, resid, k));
+        left -= k;
     }
     if (residual) {
         HEAT_CUDA_CHECK(cudaMemcpyAsync(s->h_resid, s->d_resid, sizeof *s->h_resid,
@@ -384,6 +391,10 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     s->bytes = bytes;
     s->three_d = c->grid.dims == 3;
     s->kernel = c->solver.kernel;
+    /* Only register_tiled fuses steps; every depth the deck accepts is served
+     * for every grid (the windows map their halo through the boundaries). */
+    s->depth = c->solver.kernel == HEAT_KERNEL_REGISTER_TILED ? c->solver.temporal_block : 1;
+    if (s->depth < 1 || s->depth > HEAT_CUDA_TEMPORAL_MAX) s->depth = 1;
     snprintf(s->device, sizeof s->device, "%s", prop.name);
     if (c->solver.precision == HEAT_FLOAT)
         fill_args<float>(c, s->af);
@@ -419,8 +430,14 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     CREATE_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     for (int i = 0; i < 4; i++) CREATE_CHECK(cudaEventCreate(&s->ev[i]));
 #undef CREATE_CHECK
-    snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop.name,
-             heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
+    if (s->depth > 1)
+        snprintf(b->description, sizeof b->description,
+                 "cuda (%s, %s kernel, %d steps per pass, %s)", prop.name,
+                 heat_kernel_name(c->solver.kernel), s->depth,
+                 heat_precision_name(c->solver.precision));
+    else
+        snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop.name,
+                 heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
     *out = b;
     return HEAT_OK;
 }
@@ -458,14 +475,20 @@ extern "C" int heat_cuda_bench_time(heat_backend *b, int steps, int runs, double
     /* Warm-up: one copy and one run of sweeps. */
     HEAT_CUDA_CHECK(
         cudaMemcpyAsync(s->scratch, s->u, s->bytes, cudaMemcpyDeviceToDevice, s->stream));
-    for (int n = 0; n < steps; n++) HEAT_CUDA_CHECK(sweep(s, false));
+    auto passes = [&]() -> cudaError_t {
+        cudaError_t e = cudaSuccess;
+        for (int n = 0; n < steps && e == cudaSuccess; n += s->depth)
+            e = sweep(s, false, steps - n < s->depth ? steps - n : s->depth);
+        return e;
+    };
+    HEAT_CUDA_CHECK(passes());
     HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
     for (int r = 0; r < runs; r++) {
         HEAT_CUDA_CHECK(cudaEventRecord(s->ev[0], s->stream));
         HEAT_CUDA_CHECK(
             cudaMemcpyAsync(s->scratch, s->u, s->bytes, cudaMemcpyDeviceToDevice, s->stream));
         HEAT_CUDA_CHECK(cudaEventRecord(s->ev[1], s->stream));
-        for (int n = 0; n < steps; n++) HEAT_CUDA_CHECK(sweep(s, false));
+        HEAT_CUDA_CHECK(passes());
         HEAT_CUDA_CHECK(cudaEventRecord(s->ev[2], s->stream));
         HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev[2]));
         float a = 0, c = 0;

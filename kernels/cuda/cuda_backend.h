@@ -30,7 +30,8 @@ const char *heat_cuda_device_name(const heat_backend *b);
 void heat_cuda_current_device(char *buf, size_t n);
 
 /* For `heat bench`: `runs` pairs of (a device-to-device copy of one field, then
- * `steps` sweeps), each timed with CUDA events; returns the medians in
+ * `steps` steps, in passes of solver.temporal_block fused steps), each
+ * timed with CUDA events; returns the medians in
  * milliseconds. The copy goes to a scratch buffer, so the field is untouched
  * apart from the sweeps. */
 int heat_cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,

@@ -27,38 +27,6 @@
 
 #include "stencil.cuh"
 
-template <typename T, int VX> struct hk_vec {
-    T v[VX];
-};
-
-template <typename T, int VX> __device__ __forceinline__ hk_vec<T, VX> vload(const T *p)
-{
-    hk_vec<T, VX> r;
-    if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 4) {
-        const float4 f = *reinterpret_cast<const float4 *>(p);
-        r.v[0] = f.x, r.v[1] = f.y, r.v[2] = f.z, r.v[3] = f.w;
-    } else if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 8) {
-        const double2 f = *reinterpret_cast<const double2 *>(p);
-        r.v[0] = f.x, r.v[1] = f.y;
-    } else {
-#pragma unroll
-        for (int e = 0; e < VX; e++) r.v[e] = p[e];
-    }
-    return r;
-}
-
-template <typename T, int VX> __device__ __forceinline__ void vstore(T *p, const hk_vec<T, VX> &r)
-{
-    if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 4) {
-        *reinterpret_cast<float4 *>(p) = make_float4(r.v[0], r.v[1], r.v[2], r.v[3]);
-    } else if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 8) {
-        *reinterpret_cast<double2 *>(p) = make_double2(r.v[0], r.v[1]);
-    } else {
-#pragma unroll
-        for (int e = 0; e < VX; e++) p[e] = r.v[e];
-    }
-}
-
 template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB>
 __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
     register_kernel(const heat_stencil_args<T> a)

@@ -143,6 +143,41 @@ __device__ __forceinline__ void hk_block_max(unsigned long long m, unsigned long
     }
 }
 
+/* VX consecutive x values of one thread; loaded and stored as one 16-byte
+ * access when VX * sizeof(T) == 16 (the address must then be 16-byte
+ * aligned), else value by value. */
+template <typename T, int VX> struct hk_vec {
+    T v[VX];
+};
+
+template <typename T, int VX> __device__ __forceinline__ hk_vec<T, VX> vload(const T *p)
+{
+    hk_vec<T, VX> r;
+    if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 4) {
+        const float4 f = *reinterpret_cast<const float4 *>(p);
+        r.v[0] = f.x, r.v[1] = f.y, r.v[2] = f.z, r.v[3] = f.w;
+    } else if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 8) {
+        const double2 f = *reinterpret_cast<const double2 *>(p);
+        r.v[0] = f.x, r.v[1] = f.y;
+    } else {
+#pragma unroll
+        for (int e = 0; e < VX; e++) r.v[e] = p[e];
+    }
+    return r;
+}
+
+template <typename T, int VX> __device__ __forceinline__ void vstore(T *p, const hk_vec<T, VX> &r)
+{
+    if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 4) {
+        *reinterpret_cast<float4 *>(p) = make_float4(r.v[0], r.v[1], r.v[2], r.v[3]);
+    } else if constexpr (VX * sizeof(T) == 16 && sizeof(T) == 8) {
+        *reinterpret_cast<double2 *>(p) = make_double2(r.v[0], r.v[1]);
+    } else {
+#pragma unroll
+        for (int e = 0; e < VX; e++) p[e] = r.v[e];
+    }
+}
+
 /* Launchers (one per kernel family, instantiated for float and double). Each
  * launches one sweep u -> out on `stream` and returns the launch's status. */
 template <typename T>
@@ -153,6 +188,14 @@ template <typename T>
 cudaError_t heat_cuda_launch_sliced(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream);
 template <typename T>
 cudaError_t heat_cuda_launch_register(const heat_stencil_args<T> &a, bool d3, cudaStream_t stream);
+
+/* register_tiled with temporal blocking (k_temporal.cu): k fused steps
+ * u -> out in one pass, 1 <= k <= HEAT_CUDA_TEMPORAL_MAX (k = 1 is the
+ * register_tiled sweep). With a.resid, the residual of the k-th step. */
+#define HEAT_CUDA_TEMPORAL_MAX 8
+template <typename T>
+cudaError_t heat_cuda_launch_temporal(const heat_stencil_args<T> &a, bool d3, int k,
+                                      cudaStream_t stream);
 
 /* The w chunk and grid of the streaming kernels: enough blocks for a few
  * waves of the device (cuda_backend.cu). */

@@ -1,0 +1,365 @@
+/* `register_tiled` with temporal blocking: K time steps per pass over memory.
+ *
+ * A block owns a window of WX x BY points of the plane (x, p) and streams a
+ * run of planes along w, keeping the K - 1 intermediate time levels on chip.
+ * The windows overlap: the points a block stores are the window less a halo
+ * of HX >= K points on each x side and K rows on each p side, so that the
+ * values it reads from outside its own output region are computed by itself
+ * (the overlapped tiles of Holewinski et al., ICS 2012; AN5D, Matsumura et
+ * al., CGO 2020). The valid region shrinks by one point per fused step.
+ *
+ * Streaming (iteration n, one new plane n of level 0 from memory):
+ *   level t = 1..K computes its plane n - t from level t - 1's planes
+ *   n - t - 1 (own column, a register), n - t (the centre: own value in a
+ *   register, in-plane neighbours from shared memory) and n - t + 1 (own
+ *   column: what level t - 1 produced a moment ago in this iteration);
+ *   level K's plane n - K goes to memory.
+ * Each thread keeps, per level, the previous and the current plane of its VX
+ * columns in registers (2 K VX values); shared memory holds each level's
+ * current plane for the neighbours in p, double-buffered so that one barrier
+ * per iteration separates its writes from the next reads. x neighbours come
+ * from the neighbouring lane by warp shuffle: a warp spans the window's width,
+ * so the lanes at its ends only ever feed the halo. A warp is one row of the
+ * window, so at level t the warps of rows that no later level reads (the
+ * outer t rows on each side) skip the update.
+ *
+ * Boundaries are applied inside every fused step exactly as in a single
+ * sweep: outside a periodic axis the window holds the periodic images
+ * (loaded with the index taken modulo n), so they need no special case; on a
+ * Dirichlet face the node keeps its value; a Neumann node uses the mirrored
+ * neighbour plus 2 h g. Window points beyond a non-periodic face hold
+ * whatever was loaded and are never read by a node of the grid. A block
+ * whose window touches no non-periodic face in x or p takes a path without
+ * those tests (most blocks); faces along w are per plane, a uniform branch.
+ *
+ * Arithmetic: the order of a single sweep (stencil.cuh), so K fused steps are
+ * bit-identical to K sweeps and to the CPU backend. The Neumann constants are
+ * added only on the face (the CPU adds 0 elsewhere: x + 0 differs from x only
+ * for x = -0, and a sign of zero that reaches the update is absorbed by the
+ * final c + s, so the results are the same bits).
+ *
+ * In 2D (rows of x streamed along w = y) there is no p axis: each warp is an
+ * independent window of WX points, with no shared memory and no barrier.
+ */
+#include <cstdio>
+#include <cstdlib>
+
+#include "stencil.cuh"
+
+namespace
+{
+
+/* The periodic index of i on an axis of n points (any i), or i clamped to
+ * the axis otherwise (a value that is loaded but never used). */
+__device__ __forceinline__ int tb_map(int i, int n, const int b[2])
+{
+    if (b[0] == HK_PERIODIC) {
+        int r = i % n;
+        return r < 0 ? r + n : r;
+    }
+    return i < 0 ? 0 : (i >= n ? n - 1 : i);
+}
+
+/* Face flags of node i on an axis: Dirichlet (held), Neumann low and high. */
+struct tb_face {
+    bool held, nlo, nhi;
+};
+
+__device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
+{
+    tb_face f;
+    f.held = (i == 0 && b[0] == HK_DIRICHLET) || (i == n - 1 && b[1] == HK_DIRICHLET);
+    f.nlo = i == 0 && b[0] == HK_NEUMANN;
+    f.nhi = i == n - 1 && b[1] == HK_NEUMANN;
+    return f;
+}
+
+/* The tiling of one (precision, dimension, depth): values per thread along
+ * x, rows of threads (3D), the x halo (a multiple of VX, so that windows
+ * start on 16-byte boundaries when rows do). */
+template <typename T, bool D3, int K> struct tb_shape {
+    /* 3D: 1024 threads (32 rows of one warp), 64 registers each, so the rings
+     * of 2 K VX values must stay small: 16 bytes per thread up to K = 4 in
+     * float (K = 2 in double), then half. 2D: 128 threads, 128 registers. */
+    static constexpr int VX =
+        D3 ? (16 / (int)sizeof(T)) / ((K * (int)sizeof(T) > 16) ? 2 : 1) : 16 / (int)sizeof(T);
+    static constexpr int WX = 32 * VX;
+    static constexpr int HX = (K + VX - 1) / VX * VX;
+    static constexpr int SX = WX - 2 * HX; /* x points stored per window */
+    static constexpr int BY = D3 ? 32 : 4; /* 3D: rows of the window; 2D: warps per block */
+    static constexpr int SY = D3 ? BY - 2 * K : 1;
+    static constexpr int THREADS = 32 * BY;
+    static constexpr int MINB = D3 ? 1 : 4;
+    static_assert(SX > 0 && SY > 0, "the window keeps some points");
+    static size_t smem_bytes()
+    {
+        return D3 ? (size_t)2 * K * BY * WX * sizeof(T) : 0;
+    }
+};
+
+template <typename T, bool D3, bool RES, int K>
+__global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K>::MINB)
+    temporal_kernel(const heat_stencil_args<T> a, int aligned)
+{
+    using S = tb_shape<T, D3, K>;
+    constexpr int VX = S::VX, WX = S::WX, HX = S::HX, BY = S::BY;
+    using V = hk_vec<T, VX>;
+    extern __shared__ __align__(16) unsigned char tb_smem[];
+    T *const sm = reinterpret_cast<T *>(tb_smem); /* [2][K][BY][WX], 3D only */
+
+    const int lane = threadIdx.x, ty = threadIdx.y;
+    /* 3D: the block's window is WX x BY; 2D: each warp has its own window. */
+    const int win = D3 ? blockIdx.x : blockIdx.x * BY + ty;
+    const int x0 = win * S::SX - HX, xg = x0 + lane * VX;
+    const int y0 = D3 ? (int)blockIdx.y * S::SY - K : 0, yg = y0 + ty;
+    const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
+    const int col = lane * VX;
+
+    /* Where this thread reads level 0 and what it stores. */
+    const long long rowoff = D3 ? (long long)tb_map(yg, a.np, a.bp) * a.sp : 0;
+    const bool vec = aligned && xg >= 0 && xg + VX <= a.nx;
+    /* Whether node xg + e is stored by this block (and written by a sweep). */
+    auto keep = [&](int e) {
+        const int i = xg + e;
+        return i >= x0 + HX && i < x0 + WX - HX && i < a.nx && !tb_faces(i, a.nx, a.bx).held;
+    };
+    bool all_keep = true;
+#pragma unroll
+    for (int e = 0; e < VX; e++) all_keep = all_keep && keep(e);
+    tb_face fy = {false, false, false};
+    bool row_keep = true;
+    if (D3) {
+        fy = tb_faces(yg, a.np, a.bp);
+        row_keep = ty >= K && ty < BY - K && yg < a.np && !fy.held;
+    }
+    /* Whether the window meets a non-periodic face in x or p. */
+    const bool edge = (a.bx[0] != HK_PERIODIC && x0 <= 0) ||
+                      (a.bx[1] != HK_PERIODIC && x0 + WX >= a.nx) ||
+                      (D3 && a.bp[0] != HK_PERIODIC && y0 <= 0) ||
+                      (D3 && a.bp[1] != HK_PERIODIC && y0 + BY >= a.np);
+    const int rm = ty > 0 ? ty - 1 : 0, rp = ty < BY - 1 ? ty + 1 : BY - 1;
+
+    auto load0 = [&](int w, V &g) {
+        const T *row = a.u + (long long)tb_map(w, a.nw, a.bw) * a.sw + rowoff;
+        if (vec) {
+            g = vload<T, VX>(row + xg);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VX; e++) g.v[e] = row[tb_map(xg + e, a.nx, a.bx)];
+        }
+    };
+    auto plane = [&](int buf, int t, int r) -> T * {
+        return sm + ((size_t)(buf * K + t) * BY + r) * WX + col;
+    };
+
+    /* One fused step of the thread's VX nodes: centre c, w neighbours zm/zp,
+     * p neighbours pm/pp (3D), on plane pw of the grid. */
+    auto update = [&](bool at_edge, const V &c, const V &zm, const V &zp, const V &pm, const V &pp,
+                      int pw, V &v) {
+        const tb_face fw = tb_faces(pw, a.nw, a.bw);
+        const bool wface = a.bw[0] != HK_PERIODIC && (pw <= 0 || pw >= a.nw - 1);
+        T left = __shfl_up_sync(0xffffffffu, c.v[VX - 1], 1);
+        T right = __shfl_down_sync(0xffffffffu, c.v[0], 1);
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            T xm = e > 0 ? c.v[e - 1] : left;
+            T xp = e < VX - 1 ? c.v[e + 1] : right;
+            T ym = D3 ? pm.v[e] : T(0), yp = D3 ? pp.v[e] : T(0);
+            T wm = zm.v[e], wp = zp.v[e];
+            bool held = false;
+            if (at_edge) {
+                const tb_face fx = tb_faces(xg + e, a.nx, a.bx);
+                const T xm0 = xm;
+                if (fx.nlo) xm = xp + a.gx[0];
+                if (fx.nhi) xp = xm0 + a.gx[1];
+                if (D3) {
+                    const T ym0 = ym;
+                    if (fy.nlo) ym = yp + a.gp[0];
+                    if (fy.nhi) yp = ym0 + a.gp[1];
+                    held = fy.held;
+                }
+                held = held || fx.held;
+            }
+            if (wface) {
+                const T wm0 = wm;
+                if (fw.nlo) wm = wp + a.gw[0];
+                if (fw.nhi) wp = wm0 + a.gw[1];
+                held = held || fw.held;
+            }
+            const T s = hk_point<T, D3>(c.v[e], xm, xp, ym, yp, wm, wp, a.rx, a.rp, a.rw);
+            v.v[e] = held ? c.v[e] : s;
+        }
+    };
+
+    /* Rings: level t's plane before the centre and (2D only: in 3D the
+     * centre is read back from shared memory, which saves 64-register
+     * threads K VX registers) the centre, per level. */
+    V prev[K], own[D3 ? 1 : K];
+#pragma unroll
+    for (int t = 0; t < K; t++)
+#pragma unroll
+        for (int e = 0; e < VX; e++) prev[t].v[e] = own[D3 ? 0 : t].v[e] = T(0);
+
+    unsigned long long m = 0;
+    const int n0 = w0 - K, n1 = w1 + K;
+    V next;
+    load0(n0, next);
+    for (int n = n0; n < n1; n++) {
+        const int b = (n - n0) & 1;
+        V vals[K + 1];
+        vals[0] = next;
+        if (n + 1 < n1) load0(n + 1, next);
+#pragma unroll
+        for (int t = 1; t <= K; t++) {
+            const V c = D3 ? vload<T, VX>(plane(b, t - 1, ty)) : own[t - 1];
+            /* Rows outside [t, BY - t) at level t feed nothing that is kept. */
+            if (!D3 || (ty >= t && ty < BY - t)) {
+                V pm, pp;
+                if (D3) {
+                    pm = vload<T, VX>(plane(b, t - 1, rm));
+                    pp = vload<T, VX>(plane(b, t - 1, rp));
+                }
+                if (edge)
+                    update(true, c, prev[t - 1], vals[t - 1], pm, pp, n - t, vals[t]);
+                else
+                    update(false, c, prev[t - 1], vals[t - 1], pm, pp, n - t, vals[t]);
+            } else {
+                vals[t] = c;
+            }
+            prev[t - 1] = c;
+            if (D3)
+                vstore<T, VX>(plane(b ^ 1, t - 1, ty),
+                              vals[t - 1]); /* the next iteration's centre */
+            else
+                own[t - 1] = vals[t - 1];
+        }
+        /* Level K's plane n - K: stored where this block owns it. */
+        const int wk = n - K;
+        if (wk >= w0 && row_keep && !tb_faces(wk, a.nw, a.bw).held) {
+            T *out = a.out + (long long)wk * a.sw + (long long)(D3 ? yg : 0) * a.sp;
+            if (vec && all_keep) {
+                vstore<T, VX>(out + xg, vals[K]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < VX; e++)
+                    if (keep(e)) out[xg + e] = vals[K].v[e];
+            }
+            if (RES) {
+                /* The centre of level K's update: level K - 1 at plane wk,
+                 * now in prev after the rotation. */
+#pragma unroll
+                for (int e = 0; e < VX; e++)
+                    if (keep(e)) {
+                        const unsigned long long d = hk_diff_bits(vals[K].v[e], prev[K - 1].v[e]);
+                        m = d > m ? d : m;
+                    }
+            }
+        }
+        if (D3) __syncthreads();
+    }
+    if (RES) hk_block_max(m, a.resid);
+}
+
+template <typename T, bool D3, int K> struct tb_launch {
+    using S = tb_shape<T, D3, K>;
+    /* Resident blocks per multiprocessor and multiprocessors, asked once. */
+    static int resident(cudaError_t &e)
+    {
+        static int blocks = 0;
+        if (!blocks) {
+            int dev = 0, sms = 1, per_sm = 0;
+            const size_t sh = S::smem_bytes();
+            if ((e = cudaGetDevice(&dev)) != cudaSuccess) return 0;
+            if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) !=
+                cudaSuccess)
+                return 0;
+            for (int r = 0; r < 2; r++) {
+                auto *f = r ? temporal_kernel<T, D3, true, K> : temporal_kernel<T, D3, false, K>;
+                if ((e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)sh)) != cudaSuccess)
+                    return 0;
+            }
+            if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                     &per_sm, temporal_kernel<T, D3, false, K>, S::THREADS, sh)) != cudaSuccess)
+                return 0;
+            blocks = sms * (per_sm > 0 ? per_sm : 1);
+        }
+        e = cudaSuccess;
+        return blocks;
+    }
+
+    static cudaError_t run(const heat_stencil_args<T> &a, cudaStream_t stream)
+    {
+        cudaError_t e;
+        const long long res = resident(e);
+        if (e != cudaSuccess) return e;
+        const long long wins = (a.nx + S::SX - 1) / S::SX;
+        const long long gx = D3 ? wins : (wins + S::BY - 1) / S::BY;
+        const long long gy = D3 ? (a.np + S::SY - 1) / S::SY : 1;
+        /* Runs of planes along w: each costs 2 K planes of warm-up, and the
+         * last wave of blocks may be partly empty; take the count of runs
+         * that minimises waves x (planes per run + 2 K). */
+        const long long tiles = gx * gy;
+        long long best_runs = 1;
+        double best = 0;
+        for (long long r = 1; r <= a.nw && r <= 65535; r++) {
+            const long long per = (a.nw + r - 1) / r;
+            if (r > 1 && (a.nw + per - 1) / per < r) continue; /* same as a smaller r */
+            const double cost = (double)((tiles * r + res - 1) / res) * (double)(per + 2 * K);
+            if (r == 1 || cost < best) best = cost, best_runs = r;
+            if (tiles * r > 64 * res) break;
+        }
+        heat_stencil_args<T> b = a;
+        b.wchunk = (int)((a.nw + best_runs - 1) / best_runs);
+        const dim3 block(32, S::BY),
+            grid((unsigned)gx, (unsigned)gy, (unsigned)((a.nw + b.wchunk - 1) / b.wchunk));
+        constexpr int VX = S::VX;
+        const int aligned = a.nx % VX == 0;
+        const size_t sh = S::smem_bytes();
+        if (a.resid)
+            temporal_kernel<T, D3, true, K><<<grid, block, sh, stream>>>(b, aligned);
+        else
+            temporal_kernel<T, D3, false, K><<<grid, block, sh, stream>>>(b, aligned);
+        return cudaGetLastError();
+    }
+};
+
+template <typename T, bool D3>
+cudaError_t launch_depth(const heat_stencil_args<T> &a, int k, cudaStream_t s)
+{
+    switch (k) {
+    case 2:
+        return tb_launch<T, D3, 2>::run(a, s);
+    case 3:
+        return tb_launch<T, D3, 3>::run(a, s);
+    case 4:
+        return tb_launch<T, D3, 4>::run(a, s);
+    case 5:
+        return tb_launch<T, D3, 5>::run(a, s);
+    case 6:
+        return tb_launch<T, D3, 6>::run(a, s);
+    case 7:
+        return tb_launch<T, D3, 7>::run(a, s);
+    case 8:
+        return tb_launch<T, D3, 8>::run(a, s);
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+
+} // namespace
+
+static_assert(HEAT_CUDA_TEMPORAL_MAX == 8, "one instantiation per depth up to the maximum");
+
+template <typename T>
+cudaError_t heat_cuda_launch_temporal(const heat_stencil_args<T> &a, bool d3, int k,
+                                      cudaStream_t stream)
+{
+    if (k <= 1) return heat_cuda_launch_register<T>(a, d3, stream);
+    return d3 ? launch_depth<T, true>(a, k, stream) : launch_depth<T, false>(a, k, stream);
+}
+
+template cudaError_t heat_cuda_launch_temporal<float>(const heat_stencil_args<float> &, bool, int,
+                                                      cudaStream_t);
+template cudaError_t heat_cuda_launch_temporal<double>(const heat_stencil_args<double> &, bool, int,
+                                                       cudaStream_t);
