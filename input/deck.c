@@ -737,8 +737,6 @@ static void v_output(vctx *v, const config_setting_t *root, heat_case *c)
     }
 }
 
-#define HEAT_TEMPORAL_BLOCK_LIMIT 64
-
 static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
 {
     static const char *const keys[] = {"backend", "precision", "kernel", "temporal_block", NULL};
@@ -756,11 +754,16 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
     if (get_choice(v, g, "backend", 0, backends, &i) == 1) c->solver.backend = i;
     if (get_choice(v, g, "precision", 0, precisions, &i) == 1) c->solver.precision = i;
     if (get_choice(v, g, "kernel", 0, kernels, &i) == 1) c->solver.kernel = i;
+    /* One message for every bad value, a non-integer included, so it always says what is
+     * allowed. */
+    const config_setting_t *tb = config_setting_get_member(g, "temporal_block");
     int64_t k;
-    if (get_int(v, g, "temporal_block", 0, &k) == 1) {
-        if (k < 1 || k > HEAT_TEMPORAL_BLOCK_LIMIT)
-            bad(v, MEMBER(g, "temporal_block"), "expected an integer from 1 to %d",
-                HEAT_TEMPORAL_BLOCK_LIMIT);
+    if (tb) {
+        if (!as_int64(tb, &k) || k < 1 || k > HEAT_TEMPORAL_BLOCK_MAX)
+            bad(v, tb,
+                "expected an integer from 1 to %d (steps fused per pass over GPU memory by the "
+                "register_tiled kernel)",
+                HEAT_TEMPORAL_BLOCK_MAX);
         else
             c->solver.temporal_block = (int)k;
     }

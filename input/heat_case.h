@@ -14,6 +14,8 @@
 
 #define HEAT_NAME_MAX 256
 #define HEAT_PATH_MAX 4096
+/* solver.temporal_block at most: the deepest fusion the register_tiled GPU kernel serves. */
+#define HEAT_TEMPORAL_BLOCK_MAX 8
 
 /* Faces in the order they appear in a deck; face = 2*axis + side. */
 enum heat_face { HEAT_X_LO, HEAT_X_HI, HEAT_Y_LO, HEAT_Y_HI, HEAT_Z_LO, HEAT_Z_HI, HEAT_NFACES };

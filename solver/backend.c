@@ -7,16 +7,46 @@
 #include "cuda_backend.h"
 #endif
 
+/* Says once, on `notices`, that solver.temporal_block > 1 is not used as fused
+ * steps by `who` (the CPU backend, or a CUDA kernel other than register_tiled). */
+static void notice_unfused(const heat_case *c, const char *who, FILE *notices)
+{
+    if (notices && c->solver.temporal_block > 1)
+        fprintf(notices,
+                "notice: solver.temporal_block = %d: %s runs the steps one at a time (only the "
+                "register_tiled GPU kernel fuses steps); results are the same\n",
+                c->solver.temporal_block, who);
+}
+
+static int create_cpu(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
+{
+    int rc = heat_cpu_backend_create(c, out, err);
+    if (rc == HEAT_OK) notice_unfused(c, "the cpu backend", notices);
+    return rc;
+}
+
+#ifdef HEAT_HAVE_CUDA
+static int create_cuda(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
+{
+    int rc = heat_cuda_backend_create(c, out, err);
+    if (rc == HEAT_OK && c->solver.kernel != HEAT_KERNEL_REGISTER_TILED) {
+        char who[64];
+        snprintf(who, sizeof who, "the cuda kernel %s", heat_kernel_name(c->solver.kernel));
+        notice_unfused(c, who, notices);
+    }
+    return rc;
+}
+#endif
+
 int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
 {
     *out = NULL;
-    (void)notices; /* used only when CUDA is built in */
     switch (c->solver.backend) {
     case HEAT_BACKEND_CPU:
-        return heat_cpu_backend_create(c, out, err);
+        return create_cpu(c, notices, out, err);
     case HEAT_BACKEND_CUDA:
 #ifdef HEAT_HAVE_CUDA
-        return heat_cuda_backend_create(c, out, err);
+        return create_cuda(c, notices, out, err);
 #else
         return heat_error_set(err, HEAT_ERUNTIME,
                               "solver.backend = \"cuda\": this heat was built without CUDA "
@@ -26,10 +56,10 @@ int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, h
     default: {
 #ifdef HEAT_HAVE_CUDA
         char why[256];
-        if (heat_cuda_usable(why, sizeof why)) return heat_cuda_backend_create(c, out, err);
+        if (heat_cuda_usable(why, sizeof why)) return create_cuda(c, notices, out, err);
         if (notices) fprintf(notices, "notice: no usable GPU (%s): running on the CPU\n", why);
 #endif
-        return heat_cpu_backend_create(c, out, err);
+        return create_cpu(c, notices, out, err);
     }
     }
 }

@@ -8,11 +8,14 @@
  * on a shared machine slows both alike. On the CPU both are timed on the wall
  * clock around complete calls (the CPU backend is synchronous) and the copy is
  * a parallel memcpy; on the GPU both are timed with CUDA events and the copy
- * is cudaMemcpyAsync device to device. Before a GPU kernel is timed, one step
- * of it is compared with one step of the CPU backend on the same random field,
- * so that a fast wrong kernel cannot win a row.
- * GLUP/s counts point updates per step; effective GB/s counts one read and one
- * write per point, 2 * sizeof(value) bytes per update.
+ * is cudaMemcpyAsync device to device. Before a GPU kernel is timed, one pass
+ * of it (k steps, k = solver.temporal_block) is compared with k steps of the
+ * CPU backend on the same random field, so that a fast wrong kernel cannot win
+ * a row. Rows with k > 1 (register_tiled only) fuse k steps per pass over
+ * memory; they still count per time step, so they compare directly with k = 1
+ * and with the copy, a single sweep's ceiling.
+ * GLUP/s counts point updates per time step; effective GB/s counts one read
+ * and one write per point per time step, 2 * sizeof(value) bytes per update.
  */
 #include "bench.h"
 
@@ -40,16 +43,25 @@
 
 static const char usage_bench[] =
     "usage: heat bench [--backend cpu|cuda|all] [--kernel NAME|all] [--size NXxNYxNZ]...\n"
-    "                  [--precision float|double|both] [--runs N] [--steps N] [--json FILE]\n"
+    "                  [--precision float|double|both] [--temporal K[,K...]] [--runs N]\n"
+    "                  [--steps N] [--json FILE]\n"
     "\n"
     "Times the stencil sweep on random data against a copy of the same size (the\n"
     "memory-bandwidth ceiling of a sweep that reads and writes each point once).\n"
-    "For each size and precision it prints: backend, kernel, size, precision, ms per\n"
-    "step, GLUP/s (1e9 point updates per second), effective GB/s (one read and one\n"
-    "write per point), the copy's GB/s measured in the same run, the percentage of it\n"
-    "the sweep reaches, and the check of the kernel against the CPU backend (\"exact\"\n"
-    "when bit-identical after one step; a row fails if it is off by more than 1e-5\n"
-    "relative in float or 1e-12 in double).\n"
+    "For each size and precision it prints: backend, kernel, k (solver.temporal_block:\n"
+    "time steps fused per pass over memory), size, precision, ms per time step, GLUP/s\n"
+    "(1e9 point updates per time step per second), effective GB/s (one read and one\n"
+    "write per point per time step), the copy's GB/s measured in the same run, the\n"
+    "percentage of it the sweep reaches, and the check of the kernel against the CPU\n"
+    "backend: one pass of the kernel (k steps) against k steps of the CPU backend from\n"
+    "the same random field (\"exact\" when bit-identical; a row fails if it is off by\n"
+    "more than 1e-5 relative in float or 1e-12 in double).\n"
+    "\n"
+    "Temporal rows: only the cuda backend's register_tiled kernel fuses steps, so only\n"
+    "it gets rows with k > 1 (by default k = 1, 2, 3, 4, 6, 8); every other kernel and\n"
+    "the CPU get one row, k = 1. GLUP/s and GB/s still count per time step, so a k > 1\n"
+    "row compares directly with k = 1 and with the copy, the ceiling of a single sweep\n"
+    "(a fused row can pass 100%: it reads and writes the field once per k steps).\n"
     "\n"
     "options:\n"
     "  --backend B       cpu, cuda or all (default: cuda where a GPU is usable, else cpu)\n"
@@ -59,9 +71,11 @@ static const char usage_bench[] =
     "                    256x256x256 and 4096x4096x1, on the GPU 512x512x512 and\n"
     "                    8192x8192x1 (all larger than the caches)\n"
     "  --precision P     float, double or both (default both)\n"
+    "  --temporal K,...  the k of the register_tiled rows, each from 1 to 8 (default\n"
+    "                    1,2,3,4,6,8); the other kernels and the CPU still get k = 1\n"
     "  --runs N          timed runs per row, the median is reported (default 20, >= 3)\n"
-    "  --steps N         steps per timed run (default: about 0.05 s of work on the CPU,\n"
-    "                    0.02 s on the GPU; >= 1)\n"
+    "  --steps N         time steps per timed run (default: about 0.05 s of work on the\n"
+    "                    CPU, 0.02 s on the GPU; 1 to 1e9), rounded up to a multiple of k\n"
     "  --json FILE       also write the table as JSON (with the machine and the ceiling)\n"
     "  --help            this text\n"
     "\n"
@@ -72,6 +86,7 @@ static const char usage_bench[] =
 typedef struct bench_row {
     char backend[64], kernel[32], precision[8];
     int64_t n[3];
+    int k; /* solver.temporal_block: time steps fused per pass */
     int steps, runs;
     double ms_per_step, glups, gbps, copy_gbps, percent;
     char check[32]; /* "exact", a relative difference, or "-" (the reference itself) */
@@ -135,15 +150,18 @@ static void fill_random(void *a, int64_t n, size_t vs, uint64_t seed)
     }
 }
 
-/* One step of `be` against one step of the CPU backend from the same field:
- * "exact" when bit-identical, else the largest relative difference. Returns
+/* One pass of `be` (k = solver.temporal_block steps, fused where the kernel
+ * fuses them) against k steps of the CPU backend from the same field: "exact"
+ * when bit-identical, else the largest relative difference. Returns
  * HEAT_ERUNTIME when the difference is beyond the precision's tolerance. */
 static int check_against_cpu(const heat_case *c, heat_backend *be, const void *field,
                              bench_row *row, heat_error *err)
 {
     const size_t vs = heat_case_value_size(c), bytes = (size_t)c->d.points * vs;
+    const int k = c->solver.temporal_block;
     heat_case rc_case = *c;
     rc_case.solver.backend = HEAT_BACKEND_CPU;
+    rc_case.solver.temporal_block = 1;
     heat_backend *ref = NULL;
     void *want = malloc(bytes), *got = malloc(bytes);
     double r1 = 0, r2 = 0;
@@ -151,10 +169,10 @@ static int check_against_cpu(const heat_case *c, heat_backend *be, const void *f
         !want || !got ? heat_error_set(err, HEAT_ERUNTIME, "cannot allocate the check") : HEAT_OK;
     if (!rc) rc = heat_backend_create(&rc_case, NULL, &ref, err);
     if (!rc) rc = heat_backend_upload(ref, field, err);
-    if (!rc) rc = heat_backend_advance(ref, 1, &r1, err);
+    if (!rc) rc = heat_backend_advance(ref, k, &r1, err);
     if (!rc) rc = heat_backend_download(ref, want, err);
     if (!rc) rc = heat_backend_upload(be, field, err);
-    if (!rc) rc = heat_backend_advance(be, 1, &r2, err);
+    if (!rc) rc = heat_backend_advance(be, k, &r2, err);
     if (!rc) rc = heat_backend_download(be, got, err);
     if (!rc) {
         double worst = 0;
@@ -176,11 +194,12 @@ static int check_against_cpu(const heat_case *c, heat_backend *be, const void *f
             snprintf(row->check, sizeof row->check, "%.1e", worst);
         if (!(worst <= tol))
             rc = heat_error_set(err, HEAT_ERUNTIME,
-                                "kernel %s (%s) differs from the CPU backend after one step: "
-                                "relative difference %.3g at point %lld, more than %.0e",
+                                "kernel %s (%s, temporal_block %d) differs from the CPU backend "
+                                "after %d step%s: relative difference %.3g at point %lld, more "
+                                "than %.0e",
                                 heat_kernel_name(c->solver.kernel),
-                                heat_precision_name(c->solver.precision), worst, (long long)where,
-                                tol);
+                                heat_precision_name(c->solver.precision), k, k, k == 1 ? "" : "s",
+                                worst, (long long)where, tol);
     }
     heat_backend_destroy(ref);
     free(want);
@@ -188,9 +207,11 @@ static int check_against_cpu(const heat_case *c, heat_backend *be, const void *f
     return rc;
 }
 
-/* One row: a backend's kernel at this size and precision. */
+/* One row: a backend's kernel at this size and precision, fusing k steps per
+ * pass (solver.temporal_block = k). */
 static int bench_one(const int64_t n[3], const char *precision, const char *backend,
-                     const char *kernel, int runs, int steps_opt, bench_row *row, heat_error *err)
+                     const char *kernel, int k, int runs, int steps_opt, bench_row *row,
+                     heat_error *err)
 {
     const int gpu = strcmp(backend, "cuda") == 0;
     char deck[1024];
@@ -207,9 +228,10 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
              "  z_lo = { type = \"dirichlet\"; value = 0.0; }; z_hi = { type = \"dirichlet\"; "
              "value = 0.0; };\n"
              "};\n"
-             "solver = { backend = \"%s\"; precision = \"%s\"; kernel = \"%s\"; };\n",
+             "solver = { backend = \"%s\"; precision = \"%s\"; kernel = \"%s\"; "
+             "temporal_block = %d; };\n",
              (long long)n[0], (long long)n[1], (long long)n[2], backend, precision,
-             gpu ? kernel : "register_tiled");
+             gpu ? kernel : "register_tiled", k);
     heat_case c;
     int rc = heat_deck_load_string(deck, "bench", NULL, 0, &c, NULL, NULL, err);
     if (!rc) rc = heat_case_derive(&c, err);
@@ -229,12 +251,13 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     if ((rc = heat_backend_create(&c, NULL, &be, err))) goto out;
     if (gpu && (rc = check_against_cpu(&c, be, a, row, err))) goto out;
     if ((rc = heat_backend_upload(be, a, err))) goto out;
-    /* Warm-up, and the step count per run. */
+    /* Warm-up (two passes), and the step count per run: whole passes of k steps. */
     double t0 = heat_wall_seconds();
-    if ((rc = heat_backend_advance(be, 2, NULL, err))) goto out;
-    double per_step = (heat_wall_seconds() - t0) / 2;
+    if ((rc = heat_backend_advance(be, 2 * k, NULL, err))) goto out;
+    double per_step = (heat_wall_seconds() - t0) / (2 * k);
     int steps =
         steps_opt > 0 ? steps_opt : (int)fmax(1.0, fmin(1000.0, (gpu ? 0.02 : 0.05) / per_step));
+    steps = (steps + k - 1) / k * k;
     double step_s = 0, copy_s = 0;
     if (gpu) {
 #ifdef HEAT_HAVE_CUDA
@@ -260,6 +283,7 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     snprintf(row->kernel, sizeof row->kernel, "%s", gpu ? kernel : "openmp");
     snprintf(row->precision, sizeof row->precision, "%s", precision);
     memcpy(row->n, n, sizeof row->n);
+    row->k = k;
     row->steps = steps;
     row->runs = runs;
     row->ms_per_step = 1e3 * step_s;
@@ -296,12 +320,67 @@ static void cpu_name(char *buf, size_t n)
 }
 
 static const char *const gpu_kernels[] = {"naive", "tiled", "sliced", "register_tiled"};
+#define REGISTER_TILED 3 /* its index in gpu_kernels: the one kernel that fuses steps */
+_Static_assert(HEAT_TEMPORAL_BLOCK_MAX >= 8, "the default --temporal list goes up to 8");
+
+/* Parses --temporal's "K[,K...]" into ks[] (each from 1 to HEAT_TEMPORAL_BLOCK_MAX,
+ * increasing, repeats dropped); *nk is their count. Returns -1 with the first
+ * bad element in bad[] when the list is not such a list. */
+static int parse_temporal(const char *s, int ks[HEAT_TEMPORAL_BLOCK_MAX], int *nk, char *bad,
+                          size_t nbad)
+{
+    int seen[HEAT_TEMPORAL_BLOCK_MAX + 1] = {0};
+    const char *p = s;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        char *end;
+        errno = 0;
+        long k = strtol(p, &end, 10);
+        if (len == 0 || end != p + len || errno || k < 1 || k > HEAT_TEMPORAL_BLOCK_MAX) {
+            snprintf(bad, nbad, "%.*s", (int)(len > 32 ? 32 : len), p);
+            return -1;
+        }
+        seen[k] = 1;
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    *nk = 0;
+    for (int k = 1; k <= HEAT_TEMPORAL_BLOCK_MAX; k++)
+        if (seen[k]) ks[(*nk)++] = k;
+    return 0;
+}
+
+/* One row of the table, and of the JSON file when `jf` is not NULL. */
+static void print_row(const bench_row *row, FILE *jf, int *first)
+{
+    char size[48];
+    snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)row->n[0], (long long)row->n[1],
+             (long long)row->n[2]);
+    printf("%-8s %-15s %2d %-16s %-9s %10.4f %9.3f %9.2f %9.2f %7.1f%% %8s\n", row->backend,
+           row->kernel, row->k, size, row->precision, row->ms_per_step, row->glups, row->gbps,
+           row->copy_gbps, row->percent, row->check);
+    fflush(stdout);
+    if (jf) {
+        fprintf(jf,
+                "%s\n    {\"backend\": \"%s\", \"kernel\": \"%s\", \"temporal_block\": %d, "
+                "\"size\": [%lld, %lld, %lld], \"precision\": \"%s\", \"steps_per_run\": %d, "
+                "\"ms_per_step\": %.6g, \"glups\": %.6g, \"achieved_gbps\": %.6g, "
+                "\"peak_gbps\": %.6g, \"efficiency\": %.4f, \"check\": \"%s\"}",
+                *first ? "" : ",", row->backend, row->kernel, row->k, (long long)row->n[0],
+                (long long)row->n[1], (long long)row->n[2], row->precision, row->steps,
+                row->ms_per_step, row->glups, row->gbps, row->copy_gbps, row->percent / 100,
+                row->check);
+        *first = 0;
+    }
+}
 
 int heat_bench_main(int argc, char **argv)
 {
     int64_t sizes[MAX_SIZES][3];
     int nsizes = 0, runs = 20, steps = 0, want_f = 1, want_d = 1;
     int want_cpu = -1, want_cuda = -1, kernel_mask = 0xf; /* -1: decided below */
+    /* The k of the register_tiled rows; every other kernel runs k = 1 only. */
+    int ks[HEAT_TEMPORAL_BLOCK_MAX] = {1, 2, 3, 4, 6, 8}, nk = 6;
     const char *json = NULL;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -345,6 +424,17 @@ int heat_bench_main(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (!strcmp(s, "--temporal") && v) {
+            char bad[40];
+            if (parse_temporal(v, ks, &nk, bad, sizeof bad)) {
+                const int part = bad[0] && strcmp(bad, v) != 0; /* name the bad one in a list */
+                fprintf(stderr,
+                        "heat bench: --temporal %s: %s%sexpected integers from 1 to %d separated "
+                        "by commas (time steps fused per pass by the register_tiled kernel)\n",
+                        v, part ? bad : "", part ? ": " : "", HEAT_TEMPORAL_BLOCK_MAX);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(s, "--runs") && v) {
             runs = atoi(v), i++;
             if (runs < 3 || runs > 100000) {
@@ -352,11 +442,16 @@ int heat_bench_main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(s, "--steps") && v) {
-            steps = atoi(v), i++;
-            if (steps < 1) {
-                fprintf(stderr, "heat bench: --steps %s: expected an integer >= 1\n", v);
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            i++;
+            if (end == v || *end || errno || n < 1 || n > 1000000000) {
+                fprintf(stderr,
+                        "heat bench: --steps %s: expected an integer from 1 to 1000000000\n", v);
                 return 2;
             }
+            steps = (int)n;
         } else if (!strcmp(s, "--json") && v) {
             json = v, i++;
         } else {
@@ -399,7 +494,7 @@ int heat_bench_main(int argc, char **argv)
 #endif
     printf("heat bench: %s, %d OpenMP thread%s%s%s; median of %d runs\n", machine, threads,
            threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, runs);
-    printf("%-8s %-15s %-16s %-9s %10s %9s %9s %9s %8s %8s\n", "backend", "kernel", "size",
+    printf("%-8s %-15s %2s %-16s %-9s %10s %9s %9s %9s %8s %8s\n", "backend", "kernel", "k", "size",
            "precision", "ms/step", "GLUP/s", "GB/s", "copy GB/s", "% copy", "check");
     if (jf)
         fprintf(jf,
@@ -410,34 +505,21 @@ int heat_bench_main(int argc, char **argv)
     for (int s = 0; s < nsizes && !rc; s++) {
         for (int p = 0; p < 2 && !rc; p++) {
             if ((p == 0 && !want_f) || (p == 1 && !want_d)) continue;
-            for (int k = -1; k < 4 && !rc; k++) {
-                /* k = -1: the CPU backend; 0..3: the GPU kernels. */
-                if (k < 0 ? !want_cpu : !want_cuda || !(kernel_mask & (1 << k))) continue;
-                bench_row row;
-                heat_error err;
-                if ((rc = bench_one(sizes[s], p == 0 ? "float" : "double", k < 0 ? "cpu" : "cuda",
-                                    k < 0 ? "openmp" : gpu_kernels[k], runs, steps, &row, &err))) {
-                    fprintf(stderr, "heat bench: %s\n", err.msg);
-                    break;
-                }
-                char size[48];
-                snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)row.n[0],
-                         (long long)row.n[1], (long long)row.n[2]);
-                printf("%-8s %-15s %-16s %-9s %10.4f %9.3f %9.2f %9.2f %7.1f%% %8s\n", row.backend,
-                       row.kernel, size, row.precision, row.ms_per_step, row.glups, row.gbps,
-                       row.copy_gbps, row.percent, row.check);
-                fflush(stdout);
-                if (jf) {
-                    fprintf(jf,
-                            "%s\n    {\"backend\": \"%s\", \"kernel\": \"%s\", \"size\": [%lld, "
-                            "%lld, %lld], \"precision\": \"%s\", \"steps_per_run\": %d, "
-                            "\"ms_per_step\": %.6g, \"glups\": %.6g, \"achieved_gbps\": %.6g, "
-                            "\"peak_gbps\": %.6g, \"efficiency\": %.4f, \"check\": \"%s\"}",
-                            first ? "" : ",", row.backend, row.kernel, (long long)row.n[0],
-                            (long long)row.n[1], (long long)row.n[2], row.precision, row.steps,
-                            row.ms_per_step, row.glups, row.gbps, row.copy_gbps, row.percent / 100,
-                            row.check);
-                    first = 0;
+            for (int kn = -1; kn < 4 && !rc; kn++) {
+                /* kn = -1: the CPU backend; 0..3: the GPU kernels. */
+                if (kn < 0 ? !want_cpu : !want_cuda || !(kernel_mask & (1 << kn))) continue;
+                const int fuses = kn == REGISTER_TILED;
+                for (int t = 0; t < (fuses ? nk : 1) && !rc; t++) {
+                    bench_row row;
+                    heat_error err;
+                    if ((rc =
+                             bench_one(sizes[s], p == 0 ? "float" : "double",
+                                       kn < 0 ? "cpu" : "cuda", kn < 0 ? "openmp" : gpu_kernels[kn],
+                                       fuses ? ks[t] : 1, runs, steps, &row, &err))) {
+                        fprintf(stderr, "heat bench: %s\n", err.msg);
+                        break;
+                    }
+                    print_row(&row, jf, &first);
                 }
             }
         }

@@ -216,6 +216,32 @@ static void print_bc(const heat_bc *bc, char *buf, size_t n)
         snprintf(buf, n, "periodic");
 }
 
+/* What solver.temporal_block > 1 will do, for heat check: " (...)", or "" for
+ * 1. Decided from the deck and the build alone, without looking for a GPU. */
+static void temporal_block_text(const heat_case *c, char *buf, size_t n)
+{
+    const int k = c->solver.temporal_block;
+    const int fused = c->solver.kernel == HEAT_KERNEL_REGISTER_TILED;
+    heat_backend_kind be = c->solver.backend;
+    if (be == HEAT_BACKEND_AUTO && !strstr(heat_backend_builtin(), "cuda")) be = HEAT_BACKEND_CPU;
+    if (k == 1)
+        buf[0] = '\0';
+    else if (be == HEAT_BACKEND_CPU)
+        snprintf(buf, n,
+                 " (the CPU runs the steps one by one; only register_tiled on the GPU "
+                 "fuses steps)");
+    else if (!fused)
+        snprintf(buf, n, " (kernel %s runs the steps one by one; only register_tiled fuses steps)",
+                 heat_kernel_name(c->solver.kernel));
+    else if (be == HEAT_BACKEND_CUDA)
+        snprintf(buf, n, " (%d steps fused per pass over GPU memory)", k);
+    else
+        snprintf(buf, n,
+                 " (%d steps fused per pass on the GPU with register_tiled; the CPU runs them one "
+                 "by one)",
+                 k);
+}
+
 static int cmd_check(const args *a)
 {
     if (!a->deck) {
@@ -264,9 +290,11 @@ static int cmd_check(const args *a)
         printf("boundary %s    %s\n", heat_face_name(f), bc);
     }
     printf("initial         %s\n", heat_init_type_name(c.initial.type));
-    printf("solver          backend %s, precision %s, kernel %s, temporal_block %d\n",
+    char fusion[160];
+    temporal_block_text(&c, fusion, sizeof fusion);
+    printf("solver          backend %s, precision %s, kernel %s, temporal_block %d%s\n",
            heat_backend_kind_name(c.solver.backend), heat_precision_name(c.solver.precision),
-           heat_kernel_name(c.solver.kernel), c.solver.temporal_block);
+           heat_kernel_name(c.solver.kernel), c.solver.temporal_block, fusion);
     human_bytes(b1, sizeof b1, 2 * field);
     printf("memory          %s on the device (two time levels of %s values)\n", b1,
            heat_precision_name(c.solver.precision));

@@ -746,17 +746,26 @@ static void test_solver_enums(void **state)
 static void test_temporal_block(void **state)
 {
     (void)state;
+    /* The message names the key, the value and what is allowed, a non-integer included. */
     EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = 0; };", 0),
-               ORIGIN ":16:", "solver.temporal_block = 0", "1 to 64");
+               ORIGIN ":16:", "solver.temporal_block = 0", "expected an integer from 1 to 8",
+               "register_tiled");
     EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = -2; };", 0),
-               ORIGIN ":16:", "solver.temporal_block = -2", "1 to 64");
-    EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = 65; };", 0),
-               ORIGIN ":16:", "solver.temporal_block = 65", "1 to 64");
+               ORIGIN ":16:", "solver.temporal_block = -2", "1 to 8");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = 9; };", 0),
+               ORIGIN ":16:", "solver.temporal_block = 9", "1 to 8");
     EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = 2.5; };", 0),
-               ORIGIN ":16:", "solver.temporal_block = 2.5", "expected an integer");
+               ORIGIN ":16:", "solver.temporal_block = 2.5", "expected an integer from 1 to 8");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { temporal_block = \"4\"; };", 0),
+               ORIGIN ":16:", "solver.temporal_block = \"4\"", "1 to 8");
     heat_case c;
-    load_ok(deck(L_SOLVER, "solver = { temporal_block = 64; };", 0), NULL, 0, &c, NULL, NULL);
-    assert_int_equal(c.solver.temporal_block, 64);
+    load_ok(deck(L_SOLVER, "solver = { temporal_block = 8; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.solver.temporal_block, 8);
+    load_ok(deck(L_SOLVER, "solver = { temporal_block = 1; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.solver.temporal_block, 1);
+    /* An integral float is an integer, as for every other integer key. */
+    load_ok(deck(L_SOLVER, "solver = { temporal_block = 6.0; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(c.solver.temporal_block, 6);
 }
 
 static void test_initial_type_and_keys(void **state)
@@ -1099,7 +1108,9 @@ static void test_set_validation_errors(void **state)
     const char *safety[] = {"time.safety=1.5"};
     EXPECT_SET_ERR(safety, "--set: time.safety = 1.5", "(0, 1]");
     const char *tb[] = {"solver.temporal_block=0"};
-    EXPECT_SET_ERR(tb, "--set: solver.temporal_block = 0", "1 to 64");
+    EXPECT_SET_ERR(tb, "--set: solver.temporal_block = 0", "1 to 8");
+    const char *tb9[] = {"solver.temporal_block=9"};
+    EXPECT_SET_ERR(tb9, "--set: solver.temporal_block = 9", "1 to 8");
     const char *grp[] = {"grid=5"};
     EXPECT_SET_ERR(grp, "--set: grid = 5", "expected a group");
     /* A --set error and a deck error: both located. */
