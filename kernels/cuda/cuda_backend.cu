@@ -15,6 +15,8 @@
 
 #include "stencil.cuh"
 
+static_assert(HEAT_CUDA_TEMPORAL_MAX == HEAT_TEMPORAL_BLOCK_MAX,
+              "the kernels serve every depth the deck accepts");
 static_assert((int)HK_DIRICHLET == (int)HEAT_BC_DIRICHLET &&
                   (int)HK_NEUMANN == (int)HEAT_BC_NEUMANN &&
                   (int)HK_PERIODIC == (int)HEAT_BC_PERIODIC,
@@ -394,7 +396,14 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     /* Only register_tiled fuses steps; every depth the deck accepts is served
      * for every grid (the windows map their halo through the boundaries). */
     s->depth = c->solver.kernel == HEAT_KERNEL_REGISTER_TILED ? c->solver.temporal_block : 1;
-    if (s->depth < 1 || s->depth > HEAT_CUDA_TEMPORAL_MAX) s->depth = 1;
+    if (s->depth < 1 || s->depth > HEAT_CUDA_TEMPORAL_MAX) {
+        const int k = s->depth;
+        cuda_destroy(b);
+        return heat_error_set(err, HEAT_EINPUT,
+                              "solver.temporal_block = %d: the cuda backend fuses 1 to %d steps "
+                              "per pass",
+                              k, HEAT_CUDA_TEMPORAL_MAX);
+    }
     snprintf(s->device, sizeof s->device, "%s", prop.name);
     if (c->solver.precision == HEAT_FLOAT)
         fill_args<float>(c, s->af);
