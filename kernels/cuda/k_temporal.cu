@@ -74,23 +74,29 @@ __device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
     return f;
 }
 
-/* The tiling of one (precision, dimension, depth): values per thread along
- * x, rows of threads (3D), the x halo (a multiple of VX, so that windows
- * start on 16-byte boundaries when rows do). */
+/* The tiling of one (precision, dimension, depth). 3D: a window of 32 rows,
+ * RY = 2 rows per thread (512 threads of up to 128 registers); 2D: one row,
+ * 4 independent warps per block. Values per thread along x: 16 bytes, halved
+ * where the rings (2 K RY VX values) would pass 64 registers. The x halo is a
+ * multiple of VX, so that windows start on 16-byte boundaries when rows do. */
+#ifndef HEAT_TB_RING_REGS
+#define HEAT_TB_RING_REGS 64
+#endif
 template <typename T, bool D3, int K> struct tb_shape {
-    /* 3D: 1024 threads (32 rows of one warp), 64 registers each, so the rings
-     * of 2 K VX values must stay small: 16 bytes per thread up to K = 4 in
-     * float (K = 2 in double), then half. 2D: 128 threads, 128 registers. */
-    static constexpr int VX =
-        D3 ? (16 / (int)sizeof(T)) / ((K * (int)sizeof(T) > 16) ? 2 : 1) : 16 / (int)sizeof(T);
+    static constexpr int SZ = (int)sizeof(T);
+    static constexpr int RY = D3 ? 2 : 1;
+    static constexpr int VMAX = 16 / SZ;
+    static constexpr int VX = 2 * K * RY * VMAX * SZ / 4 <= HEAT_TB_RING_REGS ? VMAX : VMAX / 2;
     static constexpr int WX = 32 * VX;
     static constexpr int HX = (K + VX - 1) / VX * VX;
-    static constexpr int SX = WX - 2 * HX; /* x points stored per window */
-    static constexpr int BY = D3 ? 32 : 4; /* 3D: rows of the window; 2D: warps per block */
+    static constexpr int SX = WX - 2 * HX;      /* x points stored per window */
+    static constexpr int BY = D3 ? 32 : 1;      /* rows of the window */
+    static constexpr int TY = D3 ? BY / RY : 4; /* 3D: rows of threads; 2D: warps per block */
     static constexpr int SY = D3 ? BY - 2 * K : 1;
-    static constexpr int THREADS = 32 * BY;
+    static constexpr int THREADS = 32 * TY;
     static constexpr int MINB = D3 ? 1 : 4;
     static_assert(SX > 0 && SY > 0, "the window keeps some points");
+    static_assert(VX >= 1 && 2 * K * RY * VX * SZ / 4 <= 64, "rings fit in registers");
     static size_t smem_bytes()
     {
         return D3 ? (size_t)2 * K * BY * WX * sizeof(T) : 0;
@@ -102,45 +108,53 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     temporal_kernel(const heat_stencil_args<T> a, int aligned)
 {
     using S = tb_shape<T, D3, K>;
-    constexpr int VX = S::VX, WX = S::WX, HX = S::HX, BY = S::BY;
+    constexpr int VX = S::VX, WX = S::WX, HX = S::HX, BY = S::BY, RY = S::RY;
     using V = hk_vec<T, VX>;
     extern __shared__ __align__(16) unsigned char tb_smem[];
     T *const sm = reinterpret_cast<T *>(tb_smem); /* [2][K][BY][WX], 3D only */
 
     const int lane = threadIdx.x, ty = threadIdx.y;
-    /* 3D: the block's window is WX x BY; 2D: each warp has its own window. */
-    const int win = D3 ? blockIdx.x : blockIdx.x * BY + ty;
+    /* 3D: the block's window is WX x BY, this thread's rows r0 .. r0 + RY - 1;
+     * 2D: each warp has its own window. */
+    const int win = D3 ? blockIdx.x : blockIdx.x * S::TY + ty;
     const int x0 = win * S::SX - HX, xg = x0 + lane * VX;
-    const int y0 = D3 ? (int)blockIdx.y * S::SY - K : 0, yg = y0 + ty;
+    const int y0 = D3 ? (int)blockIdx.y * S::SY - K : 0, r0 = D3 ? ty * RY : 0;
     const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
     const int col = lane * VX;
 
-    /* Where this thread reads level 0 and what it stores. */
-    const long long rowoff = D3 ? (long long)tb_map(yg, a.np, a.bp) * a.sp : 0;
-    const bool vec = aligned && xg >= 0 && xg + VX <= a.nx;
-    /* Whether node xg + e is stored by this block (and written by a sweep). */
-    auto keep = [&](int e) {
-        const int i = xg + e;
-        return i >= x0 + HX && i < x0 + WX - HX && i < a.nx && !tb_faces(i, a.nx, a.bx).held;
-    };
-    bool all_keep = true;
+    /* Rows: where level 0 is read, their faces, whether they are stored. */
+    long long rowoff[RY];
+    tb_face fy[RY];
+    bool row_keep[RY];
 #pragma unroll
-    for (int e = 0; e < VX; e++) all_keep = all_keep && keep(e);
-    tb_face fy = {false, false, false};
-    bool row_keep = true;
-    if (D3) {
-        fy = tb_faces(yg, a.np, a.bp);
-        row_keep = ty >= K && ty < BY - K && yg < a.np && !fy.held;
+    for (int q = 0; q < RY; q++) {
+        const int yg = y0 + r0 + q;
+        rowoff[q] = D3 ? (long long)tb_map(yg, a.np, a.bp) * a.sp : 0;
+        fy[q] = D3 ? tb_faces(yg, a.np, a.bp) : tb_face{false, false, false};
+        row_keep[q] = !D3 || (r0 + q >= K && r0 + q < BY - K && yg < a.np && !fy[q].held);
     }
+    /* Columns this thread stores: inside the window less its halo, inside
+     * the grid, not on a Dirichlet face. */
+    unsigned keep = 0;
+#pragma unroll
+    for (int e = 0; e < VX; e++) {
+        const int i = xg + e;
+        if (i >= x0 + HX && i < x0 + WX - HX && i < a.nx && !tb_faces(i, a.nx, a.bx).held)
+            keep |= 1u << e;
+    }
+    const bool vec = aligned && xg >= 0 && xg + VX <= a.nx;
+    const bool vec_store = vec && keep == (1u << VX) - 1;
     /* Whether the window meets a non-periodic face in x or p. */
     const bool edge = (a.bx[0] != HK_PERIODIC && x0 <= 0) ||
                       (a.bx[1] != HK_PERIODIC && x0 + WX >= a.nx) ||
                       (D3 && a.bp[0] != HK_PERIODIC && y0 <= 0) ||
                       (D3 && a.bp[1] != HK_PERIODIC && y0 + BY >= a.np);
-    const int rm = ty > 0 ? ty - 1 : 0, rp = ty < BY - 1 ? ty + 1 : BY - 1;
+    /* The rows next to this thread's, read from shared memory (clamped at the
+     * window's edge, where the result feeds only the halo). */
+    const int ra = r0 > 0 ? r0 - 1 : 0, rb = r0 + RY < BY ? r0 + RY : BY - 1;
 
-    auto load0 = [&](int w, V &g) {
-        const T *row = a.u + (long long)tb_map(w, a.nw, a.bw) * a.sw + rowoff;
+    auto load0 = [&](int w, int q, V &g) {
+        const T *row = a.u + (long long)tb_map(w, a.nw, a.bw) * a.sw + rowoff[q];
         if (vec) {
             g = vload<T, VX>(row + xg);
         } else {
@@ -152,12 +166,10 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
         return sm + ((size_t)(buf * K + t) * BY + r) * WX + col;
     };
 
-    /* One fused step of the thread's VX nodes: centre c, w neighbours zm/zp,
-     * p neighbours pm/pp (3D), on plane pw of the grid. */
+    /* One fused step of VX nodes of a row: centre c, w neighbours zm/zp, p
+     * neighbours pm/pp (3D); the row's faces fr, the plane's fw. */
     auto update = [&](bool at_edge, const V &c, const V &zm, const V &zp, const V &pm, const V &pp,
-                      int pw, V &v) {
-        const tb_face fw = tb_faces(pw, a.nw, a.bw);
-        const bool wface = a.bw[0] != HK_PERIODIC && (pw <= 0 || pw >= a.nw - 1);
+                      const tb_face &fr, bool wface, const tb_face &fw, V &v) {
         T left = __shfl_up_sync(0xffffffffu, c.v[VX - 1], 1);
         T right = __shfl_down_sync(0xffffffffu, c.v[0], 1);
 #pragma unroll
@@ -174,9 +186,9 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
                 if (fx.nhi) xp = xm0 + a.gx[1];
                 if (D3) {
                     const T ym0 = ym;
-                    if (fy.nlo) ym = yp + a.gp[0];
-                    if (fy.nhi) yp = ym0 + a.gp[1];
-                    held = fy.held;
+                    if (fr.nlo) ym = yp + a.gp[0];
+                    if (fr.nhi) yp = ym0 + a.gp[1];
+                    held = fr.held;
                 }
                 held = held || fx.held;
             }
@@ -191,68 +203,92 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
         }
     };
 
-    /* Rings: level t's plane before the centre and (2D only: in 3D the
-     * centre is read back from shared memory, which saves 64-register
-     * threads K VX registers) the centre, per level. */
-    V prev[K], own[D3 ? 1 : K];
+    /* Rings per level and row: the plane before the centre, and the centre. */
+    V prev[K][RY], own[K][RY];
 #pragma unroll
     for (int t = 0; t < K; t++)
 #pragma unroll
-        for (int e = 0; e < VX; e++) prev[t].v[e] = own[D3 ? 0 : t].v[e] = T(0);
+        for (int q = 0; q < RY; q++)
+#pragma unroll
+            for (int e = 0; e < VX; e++) prev[t][q].v[e] = own[t][q].v[e] = T(0);
 
     unsigned long long m = 0;
     const int n0 = w0 - K, n1 = w1 + K;
-    V next;
-    load0(n0, next);
+    V next[RY];
+#pragma unroll
+    for (int q = 0; q < RY; q++) load0(n0, q, next[q]);
+#ifdef HEAT_TB_UNROLL
+#pragma unroll HEAT_TB_UNROLL
+#endif
     for (int n = n0; n < n1; n++) {
         const int b = (n - n0) & 1;
-        V vals[K + 1];
-        vals[0] = next;
-        if (n + 1 < n1) load0(n + 1, next);
+        V lo[RY], hi[RY]; /* level t - 1 and level t of plane n - t + 1 and n - t */
+#pragma unroll
+        for (int q = 0; q < RY; q++) lo[q] = next[q];
+        if (n + 1 < n1) {
+#pragma unroll
+            for (int q = 0; q < RY; q++) load0(n + 1, q, next[q]);
+        }
 #pragma unroll
         for (int t = 1; t <= K; t++) {
-            const V c = D3 ? vload<T, VX>(plane(b, t - 1, ty)) : own[t - 1];
+            const int pw = n - t;
+            const tb_face fw = tb_faces(pw, a.nw, a.bw);
+            const bool wface = a.bw[0] != HK_PERIODIC && (pw <= 0 || pw >= a.nw - 1);
             /* Rows outside [t, BY - t) at level t feed nothing that is kept. */
-            if (!D3 || (ty >= t && ty < BY - t)) {
-                V pm, pp;
+            if (!D3 || (r0 + RY > t && r0 < BY - t)) {
+                V pa, pb;
                 if (D3) {
-                    pm = vload<T, VX>(plane(b, t - 1, rm));
-                    pp = vload<T, VX>(plane(b, t - 1, rp));
+                    pa = vload<T, VX>(plane(b, t - 1, ra));
+                    pb = vload<T, VX>(plane(b, t - 1, rb));
                 }
-                if (edge)
-                    update(true, c, prev[t - 1], vals[t - 1], pm, pp, n - t, vals[t]);
-                else
-                    update(false, c, prev[t - 1], vals[t - 1], pm, pp, n - t, vals[t]);
+#pragma unroll
+                for (int q = 0; q < RY; q++) {
+                    const V &pm = q > 0 ? own[t - 1][q - 1] : pa;
+                    const V &pp = q < RY - 1 ? own[t - 1][q + 1] : pb;
+                    if (edge)
+                        update(true, own[t - 1][q], prev[t - 1][q], lo[q], pm, pp, fy[q], wface, fw,
+                               hi[q]);
+                    else
+                        update(false, own[t - 1][q], prev[t - 1][q], lo[q], pm, pp, fy[q], wface,
+                               fw, hi[q]);
+                }
             } else {
-                vals[t] = c;
+#pragma unroll
+                for (int q = 0; q < RY; q++) hi[q] = own[t - 1][q];
             }
-            prev[t - 1] = c;
-            if (D3)
-                vstore<T, VX>(plane(b ^ 1, t - 1, ty),
-                              vals[t - 1]); /* the next iteration's centre */
-            else
-                own[t - 1] = vals[t - 1];
+#pragma unroll
+            for (int q = 0; q < RY; q++) {
+                prev[t - 1][q] = own[t - 1][q];
+                own[t - 1][q] = lo[q];
+                /* Level t - 1's plane n - t + 1: the centre of the next iteration. */
+                if (D3) vstore<T, VX>(plane(b ^ 1, t - 1, r0 + q), lo[q]);
+                lo[q] = hi[q];
+            }
         }
-        /* Level K's plane n - K: stored where this block owns it. */
+        /* lo: level K's plane n - K, stored where this block owns it. */
         const int wk = n - K;
-        if (wk >= w0 && row_keep && !tb_faces(wk, a.nw, a.bw).held) {
-            T *out = a.out + (long long)wk * a.sw + (long long)(D3 ? yg : 0) * a.sp;
-            if (vec && all_keep) {
-                vstore<T, VX>(out + xg, vals[K]);
-            } else {
+        if (wk >= w0 && !tb_faces(wk, a.nw, a.bw).held) {
 #pragma unroll
-                for (int e = 0; e < VX; e++)
-                    if (keep(e)) out[xg + e] = vals[K].v[e];
-            }
-            if (RES) {
-                /* The centre of level K's update: level K - 1 at plane wk,
-                 * now in prev after the rotation. */
+            for (int q = 0; q < RY; q++) {
+                if (!row_keep[q]) continue;
+                T *out = a.out + (long long)wk * a.sw + (long long)(D3 ? y0 + r0 + q : 0) * a.sp;
+                if (vec_store) {
+                    vstore<T, VX>(out + xg, lo[q]);
+                } else {
 #pragma unroll
-                for (int e = 0; e < VX; e++)
-                    if (keep(e)) {
-                        const unsigned long long d = hk_diff_bits(vals[K].v[e], prev[K - 1].v[e]);
-                        m = d > m ? d : m;
-                    }
+                    for (int e = 0; e < VX; e++)
+                        if (keep >> e & 1) out[xg + e] = lo[q].v[e];
+                }
+                if (RES) {
+                    /* The centre of level K's update, now in prev. */
+#pragma unroll
+                    for (int e = 0; e < VX; e++)
+                        if (keep >> e & 1) {
+                            const unsigned long long d =
+                                hk_diff_bits(lo[q].v[e], prev[K - 1][q].v[e]);
+                            m = d > m ? d : m;
+                        }
+                }
             }
         }
         if (D3) __syncthreads();
@@ -294,7 +330,7 @@ template <typename T, bool D3, int K> struct tb_launch {
         const long long res = resident(e);
         if (e != cudaSuccess) return e;
         const long long wins = (a.nx + S::SX - 1) / S::SX;
-        const long long gx = D3 ? wins : (wins + S::BY - 1) / S::BY;
+        const long long gx = D3 ? wins : (wins + S::TY - 1) / S::TY;
         const long long gy = D3 ? (a.np + S::SY - 1) / S::SY : 1;
         /* Runs of planes along w: each costs 2 K planes of warm-up, and the
          * last wave of blocks may be partly empty; take the count of runs
@@ -311,7 +347,7 @@ template <typename T, bool D3, int K> struct tb_launch {
         }
         heat_stencil_args<T> b = a;
         b.wchunk = (int)((a.nw + best_runs - 1) / best_runs);
-        const dim3 block(32, S::BY),
+        const dim3 block(32, S::TY),
             grid((unsigned)gx, (unsigned)gy, (unsigned)((a.nw + b.wchunk - 1) / b.wchunk));
         constexpr int VX = S::VX;
         const int aligned = a.nx % VX == 0;
