@@ -4,15 +4,21 @@
 #      restart tests;
 #   2. compute-sanitizer memcheck and racecheck on a small run of every kernel,
 #      float and double, 2D and 3D;
-#   3. `heat bench` (every kernel, 512^3 and 8192^2, float and double);
+#   3. `heat bench` (every kernel, 512^3 and 8192^2, float and double, and
+#      register_tiled with temporal blocking k = 2, 3, 4, 6, 8);
 #   4. the whole loop: `heat run` on a 512^3 float deck (all Dirichlet,
-#      residual every 100 steps, no output between start and end).
+#      residual every 100 steps, no output between start and end), with
+#      temporal_block 1 and 3;
 # Logs and the bench JSON go to the directory given (default gpu-check/).
 #
 #   5. output overhead: the same 256^3 float run with a snapshot every 100
-#      steps and with none.
+#      steps and with none;
+#   6. profile: the compiler's resource report of the temporal-blocking
+#      kernels and Nsight Compute on one pass of 3D float k = 3 and 2D float
+#      k = 4.
 #
-#   tools/gpu_check.sh [OUTDIR] [steps...]    steps: build tests sanitize bench loop output
+#   tools/gpu_check.sh [OUTDIR] [steps...]
+#   steps: build tests sanitize bench loop output profile (default all but profile)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check}
@@ -51,7 +57,7 @@ if has sanitize; then
   cat >"$deck" <<'EOF'
 grid = { points = [37, 19, 11]; length = [1.0, 0.5, 0.3]; };
 material = { diffusivity = 0.01; };
-time = { max_steps = 12; };
+time = { max_steps = 13; };
 steady = { tolerance = 1e-12; check_every = 4; };
 initial = { type = "gaussian"; center = [0.4, 0.2, 0.1]; width = 0.1; amplitude = 1.0; base = 0.5; };
 boundary = {
@@ -66,14 +72,14 @@ EOF
   # One small run per tool, kernel, precision and shape (odd x, x on the
   # 16-byte path; 3D and 2D), eight at a time.
   sanitize_one() {
-    local tool=$1 k=$2 p=$3 pts=$4 d
-    d=$out/san_${tool}_${k}_${p}_${pts//[^0-9]/_}
+    local tool=$1 k=$2 p=$3 pts=$4 tb=$5 d
+    d=$out/san_${tool}_${k}_${p}_${pts//[^0-9]/_}_$tb
     if compute-sanitizer --tool "$tool" --error-exitcode 9 "$heat" run "$deck" --quiet \
       --set "solver.kernel=$k" --set "solver.precision=$p" --set "grid.points=$pts" \
-      --set "output.dir=$d" >"$d.log" 2>&1; then
-      echo "ok   $tool $k $p $pts" >>"$out/sanitize.log"
+      --set "solver.temporal_block=$tb" --set "output.dir=$d" >"$d.log" 2>&1; then
+      echo "ok   $tool $k $p $pts k=$tb" >>"$out/sanitize.log"
     else
-      { echo "FAIL $tool $k $p $pts"; cat "$d.log"; } >>"$out/sanitize.log"
+      { echo "FAIL $tool $k $p $pts k=$tb"; cat "$d.log"; } >>"$out/sanitize.log"
     fi
     rm -rf "$d" "$d.log"
   }
@@ -82,9 +88,14 @@ EOF
     for k in naive tiled sliced register_tiled; do
       for p in float double; do
         for pts in "[37,19,11]" "[44,19,11]" "[37,23,1]" "[520,23,1]"; do
-          sanitize_one "$tool" "$k" "$p" "$pts" &
-          n=$((n + 1))
-          if [ $n -ge 8 ]; then wait -n; n=$((n - 1)); fi
+          # register_tiled also with 4 steps fused per pass (13 steps: a
+          # remainder pass at the end).
+          for tb in 1 4; do
+            [ "$tb" = 4 ] && [ "$k" != register_tiled ] && continue
+            sanitize_one "$tool" "$k" "$p" "$pts" "$tb" &
+            n=$((n + 1))
+            if [ $n -ge 8 ]; then wait -n; n=$((n - 1)); fi
+          done
         done
       done
     done
@@ -116,8 +127,10 @@ boundary = {
 output = { every = 0; checkpoint_every = 0; };
 solver = { backend = "cuda"; precision = "float"; };
 EOF
-  "$heat" run "$out/loop.cfg" --overwrite --set "output.dir=$out/loop" | tee "$out/loop.txt" ||
-    status=1
+  for tb in 1 3; do
+    "$heat" run "$out/loop.cfg" --overwrite --set "output.dir=$out/loop" \
+      --set "solver.temporal_block=$tb" | sed "s/^/temporal_block=$tb: /" || status=1
+  done | tee "$out/loop.txt"
   rm -rf "$out/loop"
 fi
 if has output; then
@@ -129,5 +142,23 @@ if has output; then
       --set "output.every=$every" | grep -E "wall|files" | sed "s/^/every=$every: /"
     rm -rf "$out/o$every"
   done | tee "$out/output.txt"
+fi
+if has profile; then
+  say "profile: resource report and Nsight Compute of the temporal-blocking kernel"
+  cuobjdump -res-usage "$build"/CMakeFiles/heat_cuda.dir/kernels/cuda/k_temporal.cu.o 2>&1 |
+    grep -A1 temporal_kernel | grep -oE 'temporal_kernelI[fd]Lb[01]ELb[01]ELi[0-9]|REG:[0-9]+|STACK:[0-9]+|SHARED:[0-9]+|LOCAL:[0-9]+' |
+    paste - - - - - | sed -e 's/temporal_kernelI\(.\)Lb\(.\)ELb\(.\)ELi/T=\1 3D=\2 residual=\3 k=/' |
+    tee "$out/resources.txt"
+  for cfg in "512x512x512 3" "8192x8192x1 4"; do
+    set -- $cfg
+    ncu --kernel-name regex:temporal_kernel --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section InstructionStats --section MemoryWorkloadAnalysis \
+      "$heat" bench --backend cuda --kernel register_tiled --size "$1" --precision float \
+      --temporal "$2" --runs 3 --steps "$2" >"$out/ncu_$1_k$2.txt" 2>&1
+    echo "-- $1 float k=$2"
+    grep -E "^ +(Duration|DRAM Throughput|Compute \(SM\) Throughput|Executed Ipc Active|Issue Slots Busy|Achieved Occupancy|Registers Per Thread|Dynamic Shared Memory Per Block|Executed Instructions) " \
+      "$out/ncu_$1_k$2.txt" | sed 's/  */ /g'
+  done | tee "$out/profile.txt"
 fi
 exit $status

@@ -79,14 +79,11 @@ __device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
  * 4 independent warps per block. Values per thread along x: 16 bytes, halved
  * where the rings (2 K RY VX values) would pass 64 registers. The x halo is a
  * multiple of VX, so that windows start on 16-byte boundaries when rows do. */
-#ifndef HEAT_TB_RING_REGS
-#define HEAT_TB_RING_REGS 64
-#endif
 template <typename T, bool D3, int K> struct tb_shape {
     static constexpr int SZ = (int)sizeof(T);
     static constexpr int RY = D3 ? 2 : 1;
     static constexpr int VMAX = 16 / SZ;
-    static constexpr int VX = 2 * K * RY * VMAX * SZ / 4 <= HEAT_TB_RING_REGS ? VMAX : VMAX / 2;
+    static constexpr int VX = 2 * K * RY * VMAX * SZ / 4 <= 64 ? VMAX : VMAX / 2;
     static constexpr int WX = 32 * VX;
     static constexpr int HX = (K + VX - 1) / VX * VX;
     static constexpr int SX = WX - 2 * HX;      /* x points stored per window */
@@ -217,9 +214,6 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     V next[RY];
 #pragma unroll
     for (int q = 0; q < RY; q++) load0(n0, q, next[q]);
-#ifdef HEAT_TB_UNROLL
-#pragma unroll HEAT_TB_UNROLL
-#endif
     for (int n = n0; n < n1; n++) {
         const int b = (n - n0) & 1;
         V lo[RY], hi[RY]; /* level t - 1 and level t of plane n - t + 1 and n - t */
