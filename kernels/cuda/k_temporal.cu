@@ -41,6 +41,7 @@
  * In 2D (rows of x streamed along w = y) there is no p axis: each warp is an
  * independent window of WX points, with no shared memory and no barrier.
  */
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 
@@ -130,25 +131,33 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
         fy[q] = D3 ? tb_faces(yg, a.np, a.bp) : tb_face{false, false, false};
         row_keep[q] = !D3 || (r0 + q >= K && r0 + q < BY - K && yg < a.np && !fy[q].held);
     }
-    /* Columns this thread stores: inside the window less its halo, inside
-     * the grid, not on a Dirichlet face. */
-    unsigned keep = 0;
+    /* Columns this thread stores (inside the window less its halo, inside
+     * the grid, not on a Dirichlet face), and its x-face nodes as bits per
+     * value: Neumann low, Neumann high, Dirichlet. */
+    unsigned keep = 0, xnlo = 0, xnhi = 0, xheld = 0;
 #pragma unroll
     for (int e = 0; e < VX; e++) {
         const int i = xg + e;
-        if (i >= x0 + HX && i < x0 + WX - HX && i < a.nx && !tb_faces(i, a.nx, a.bx).held)
-            keep |= 1u << e;
+        const tb_face f = tb_faces(i, a.nx, a.bx);
+        if (i >= x0 + HX && i < x0 + WX - HX && i < a.nx && !f.held) keep |= 1u << e;
+        xnlo |= (unsigned)f.nlo << e;
+        xnhi |= (unsigned)f.nhi << e;
+        xheld |= (unsigned)f.held << e;
     }
     const bool vec = aligned && xg >= 0 && xg + VX <= a.nx;
     const bool vec_store = vec && keep == (1u << VX) - 1;
-    /* Whether the window meets a non-periodic face in x or p. */
-    const bool edge = (a.bx[0] != HK_PERIODIC && x0 <= 0) ||
-                      (a.bx[1] != HK_PERIODIC && x0 + WX >= a.nx) ||
-                      (D3 && a.bp[0] != HK_PERIODIC && y0 <= 0) ||
-                      (D3 && a.bp[1] != HK_PERIODIC && y0 + BY >= a.np);
-    /* The rows next to this thread's, read from shared memory (clamped at the
-     * window's edge, where the result feeds only the halo). */
+    /* Whether the window meets a non-periodic x face: only then do values
+     * need the per-value x-face selects (a uniform branch per block). */
+    const bool xedge =
+        (a.bx[0] != HK_PERIODIC && x0 <= 0) || (a.bx[1] != HK_PERIODIC && x0 + WX >= a.nx);
+    /* The planes on a non-periodic w face (or none). */
+    const int wlo = a.bw[0] != HK_PERIODIC ? 0 : INT_MIN;
+    const int whi = a.bw[1] != HK_PERIODIC ? a.nw - 1 : INT_MIN;
+    /* Shared memory: this thread's column in the rows next to its own (clamped
+     * at the window's edge, where the result feeds only the halo) and in its
+     * own rows; level t of buffer b is at (b K + t) BY WX. */
     const int ra = r0 > 0 ? r0 - 1 : 0, rb = r0 + RY < BY ? r0 + RY : BY - 1;
+    const int off_a = ra * WX + col, off_b = rb * WX + col, off_own = r0 * WX + col;
 
     auto load0 = [&](int w, int q, V &g) {
         const T *row = a.u + (long long)tb_map(w, a.nw, a.bw) * a.sw + rowoff[q];
@@ -159,44 +168,56 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
             for (int e = 0; e < VX; e++) g.v[e] = row[tb_map(xg + e, a.nx, a.bx)];
         }
     };
-    auto plane = [&](int buf, int t, int r) -> T * {
-        return sm + ((size_t)(buf * K + t) * BY + r) * WX + col;
-    };
 
-    /* One fused step of VX nodes of a row: centre c, w neighbours zm/zp, p
-     * neighbours pm/pp (3D); the row's faces fr, the plane's fw. */
-    auto update = [&](bool at_edge, const V &c, const V &zm, const V &zp, const V &pm, const V &pp,
-                      const tb_face &fr, bool wface, const tb_face &fw, V &v) {
+    /* One fused step of the VX nodes of row q: centre c, w neighbours zm/zp,
+     * p neighbours pm/pp (3D). Faces substitute the mirrored neighbour plus
+     * 2 h g (Neumann) or keep the centre (Dirichlet); `wf` is the plane's
+     * face, when the plane is on one. */
+    auto update = [&](int q, const V &c, const V &zm, const V &zp, const V &pm, const V &pp,
+                      const tb_face *wf, V &v) {
         T left = __shfl_up_sync(0xffffffffu, c.v[VX - 1], 1);
         T right = __shfl_down_sync(0xffffffffu, c.v[0], 1);
+        V xm, xp, ym, yp, wm = zm, wp = zp;
 #pragma unroll
         for (int e = 0; e < VX; e++) {
-            T xm = e > 0 ? c.v[e - 1] : left;
-            T xp = e < VX - 1 ? c.v[e + 1] : right;
-            T ym = D3 ? pm.v[e] : T(0), yp = D3 ? pp.v[e] : T(0);
-            T wm = zm.v[e], wp = zp.v[e];
-            bool held = false;
-            if (at_edge) {
-                const tb_face fx = tb_faces(xg + e, a.nx, a.bx);
-                const T xm0 = xm;
-                if (fx.nlo) xm = xp + a.gx[0];
-                if (fx.nhi) xp = xm0 + a.gx[1];
-                if (D3) {
-                    const T ym0 = ym;
-                    if (fr.nlo) ym = yp + a.gp[0];
-                    if (fr.nhi) yp = ym0 + a.gp[1];
-                    held = fr.held;
-                }
-                held = held || fx.held;
+            xm.v[e] = e > 0 ? c.v[e - 1] : left;
+            xp.v[e] = e < VX - 1 ? c.v[e + 1] : right;
+            ym.v[e] = D3 ? pm.v[e] : T(0);
+            yp.v[e] = D3 ? pp.v[e] : T(0);
+        }
+        unsigned held = 0;
+        if (xedge) {
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const T m0 = xm.v[e];
+                if (xnlo >> e & 1) xm.v[e] = xp.v[e] + a.gx[0];
+                if (xnhi >> e & 1) xp.v[e] = m0 + a.gx[1];
             }
-            if (wface) {
-                const T wm0 = wm;
-                if (fw.nlo) wm = wp + a.gw[0];
-                if (fw.nhi) wp = wm0 + a.gw[1];
-                held = held || fw.held;
+            held = xheld;
+        }
+        if (D3 && (fy[q].nlo || fy[q].nhi || fy[q].held)) {
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const T m0 = ym.v[e];
+                if (fy[q].nlo) ym.v[e] = yp.v[e] + a.gp[0];
+                if (fy[q].nhi) yp.v[e] = m0 + a.gp[1];
             }
-            const T s = hk_point<T, D3>(c.v[e], xm, xp, ym, yp, wm, wp, a.rx, a.rp, a.rw);
-            v.v[e] = held ? c.v[e] : s;
+            if (fy[q].held) held = (1u << VX) - 1;
+        }
+        if (wf) {
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const T m0 = wm.v[e];
+                if (wf->nlo) wm.v[e] = wp.v[e] + a.gw[0];
+                if (wf->nhi) wp.v[e] = m0 + a.gw[1];
+            }
+            if (wf->held) held = (1u << VX) - 1;
+        }
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const T r = hk_point<T, D3>(c.v[e], xm.v[e], xp.v[e], ym.v[e], yp.v[e], wm.v[e],
+                                        wp.v[e], a.rx, a.rp, a.rw);
+            v.v[e] = held >> e & 1 ? c.v[e] : r;
         }
     };
 
@@ -215,7 +236,8 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
 #pragma unroll
     for (int q = 0; q < RY; q++) load0(n0, q, next[q]);
     for (int n = n0; n < n1; n++) {
-        const int b = (n - n0) & 1;
+        T *const rd = sm + (size_t)((n - n0) & 1) * K * BY * WX;     /* read: buffer b */
+        T *const wr = sm + (size_t)((n - n0 + 1) & 1) * K * BY * WX; /* write: b ^ 1 */
         V lo[RY], hi[RY]; /* level t - 1 and level t of plane n - t + 1 and n - t */
 #pragma unroll
         for (int q = 0; q < RY; q++) lo[q] = next[q];
@@ -226,25 +248,22 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
 #pragma unroll
         for (int t = 1; t <= K; t++) {
             const int pw = n - t;
-            const tb_face fw = tb_faces(pw, a.nw, a.bw);
-            const bool wface = a.bw[0] != HK_PERIODIC && (pw <= 0 || pw >= a.nw - 1);
             /* Rows outside [t, BY - t) at level t feed nothing that is kept. */
             if (!D3 || (r0 + RY > t && r0 < BY - t)) {
                 V pa, pb;
                 if (D3) {
-                    pa = vload<T, VX>(plane(b, t - 1, ra));
-                    pb = vload<T, VX>(plane(b, t - 1, rb));
+                    pa = vload<T, VX>(rd + (t - 1) * BY * WX + off_a);
+                    pb = vload<T, VX>(rd + (t - 1) * BY * WX + off_b);
                 }
+                tb_face wf;
+                const bool on_wface = pw == wlo || pw == whi;
+                if (on_wface) wf = tb_faces(pw, a.nw, a.bw);
 #pragma unroll
                 for (int q = 0; q < RY; q++) {
                     const V &pm = q > 0 ? own[t - 1][q - 1] : pa;
                     const V &pp = q < RY - 1 ? own[t - 1][q + 1] : pb;
-                    if (edge)
-                        update(true, own[t - 1][q], prev[t - 1][q], lo[q], pm, pp, fy[q], wface, fw,
-                               hi[q]);
-                    else
-                        update(false, own[t - 1][q], prev[t - 1][q], lo[q], pm, pp, fy[q], wface,
-                               fw, hi[q]);
+                    update(q, own[t - 1][q], prev[t - 1][q], lo[q], pm, pp,
+                           on_wface ? &wf : nullptr, hi[q]);
                 }
             } else {
 #pragma unroll
@@ -255,7 +274,7 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
                 prev[t - 1][q] = own[t - 1][q];
                 own[t - 1][q] = lo[q];
                 /* Level t - 1's plane n - t + 1: the centre of the next iteration. */
-                if (D3) vstore<T, VX>(plane(b ^ 1, t - 1, r0 + q), lo[q]);
+                if (D3) vstore<T, VX>(wr + (t - 1) * BY * WX + off_own + q * WX, lo[q]);
                 lo[q] = hi[q];
             }
         }
