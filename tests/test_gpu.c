@@ -653,18 +653,6 @@ static void run_driver(const driver_run *r, const char *restart, void *field_out
     if (rc != HEAT_OK) fail_msg("heat_run (%s) returned %d: %s", r->dir, rc, err.msg);
 }
 
-/* The field of a snapshot or checkpoint, in the file's precision. */
-static void *read_field_file(const char *path, heat_file_meta *m)
-{
-    heat_error err;
-    if (heat_file_read_meta(path, m, &err)) fail_msg("%s", err.msg);
-    const size_t vs = m->precision == HEAT_FLOAT ? sizeof(float) : sizeof(double);
-    void *f = malloc((size_t)(m->n[0] * m->n[1] * m->n[2]) * vs);
-    assert_non_null(f);
-    if (heat_file_read_field(path, m, m->precision, f, &err)) fail_msg("%s", err.msg);
-    return f;
-}
-
 static void field_file_path(char *buf, size_t n, const driver_run *r, int checkpoint, int64_t step)
 {
     if (checkpoint)
@@ -691,7 +679,7 @@ static int compare_field_files(const driver_run *want, const driver_run *got, in
     }
     if (!ew) return 0;
     heat_file_meta mw, mg;
-    void *fw = read_field_file(pw, &mw), *fg = read_field_file(pg, &mg);
+    void *fw = test_read_field(pw, &mw), *fg = test_read_field(pg, &mg);
     if (mw.step != step || mg.step != step || mw.time != mg.time || mw.dt != mg.dt) {
         print_error("%s: step %lld, t %.17g, dt %.17g; %s: step %lld, t %.17g, dt %.17g\n", pw,
                     (long long)mw.step, mw.time, mw.dt, pg, (long long)mg.step, mg.time, mg.dt);

@@ -173,18 +173,6 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-/* Reads a file's field in its own precision (asserting it reads). */
-static void *read_field(const char *path, heat_file_meta *m)
-{
-    heat_error err;
-    if (heat_file_read_meta(path, m, &err) != HEAT_OK) fail_msg("read_meta: %s", err.msg);
-    size_t vs = m->precision == HEAT_FLOAT ? 4 : 8;
-    void *f = xmalloc((size_t)(m->n[0] * m->n[1] * m->n[2]) * vs);
-    if (heat_file_read_field(path, m, m->precision, f, &err) != HEAT_OK)
-        fail_msg("read_field: %s", err.msg);
-    return f;
-}
-
 static void path_of(char *buf, size_t n, const run_case *r, int checkpoint, int64_t step)
 {
     if (checkpoint)
@@ -433,7 +421,7 @@ static void test_round_trip(void **state)
                 expect_vtkhdf_layout(path, &r.c, compress);
 
                 heat_file_meta got;
-                void *back = read_field(path, &got);
+                void *back = test_read_field(path, &got);
                 assert_int_equal(got.kind, m.kind);
                 assert_int_equal(got.format_version, HEAT_FORMAT_VERSION);
                 assert_string_equal(got.program_version, HEAT_VERSION);
@@ -496,7 +484,7 @@ static void test_flipped_byte_is_corrupt(void **state)
         heat_error err;
         assert_int_equal(heat_file_write(path, &m, f, compress, &err), HEAT_OK);
         heat_file_meta got;
-        free(read_field(path, &got)); /* intact before */
+        free(test_read_field(path, &got)); /* intact before */
         heat_file_meta_free(&got);
 
         damage_field(path);
@@ -696,7 +684,7 @@ static void test_restart_bit_identical(void **state)
                                 fail_msg("%s: %s and %s: one exists, the other not", what, pa, pb);
                             if (!test_exists(pa)) continue;
                             heat_file_meta ma, mb;
-                            void *xa = read_field(pa, &ma), *xb = read_field(pb, &mb);
+                            void *xa = test_read_field(pa, &ma), *xb = test_read_field(pb, &mb);
                             assert_int_equal(ma.step, mb.step);
                             assert_true(ma.time == mb.time && ma.dt == mb.dt);
                             expect_same_bits(&a.c, xb, xa, pb);
@@ -756,7 +744,7 @@ static void test_restart_to_end_time(void **state)
     char ckpt[4400];
     path_of(ckpt, sizeof ckpt, &b3, 1, rb.final_step);
     heat_file_meta m;
-    free(read_field(ckpt, &m));
+    free(test_read_field(ckpt, &m));
     assert_true(m.dt == a.c.d.dt);
     assert_true(fabs(m.time - (double)rb.final_step * a.c.d.dt) <= 1e-9 * 0.02);
     assert_true(m.time >= 0.02 && m.time < 0.02 + a.c.d.dt);
@@ -861,7 +849,7 @@ static void test_initial_from_file(void **state)
     char file[4400];
     path_of(file, sizeof file, &src, 0, 6);
     heat_file_meta m;
-    void *want = read_field(file, &m);
+    void *want = test_read_field(file, &m);
     heat_file_meta_free(&m);
 
     /* Same grid, other boundaries: the file's field with the deck's
@@ -884,7 +872,7 @@ static void test_initial_from_file(void **state)
     assert_int_equal(res.start_step, 0);
     char snap0[4400];
     path_of(snap0, sizeof snap0, &r, 0, 0);
-    void *got = read_field(snap0, &m);
+    void *got = test_read_field(snap0, &m);
     assert_int_equal(m.step, 0);
     heat_file_meta_free(&m);
     expect_same_bits(&r.c, got, want, "snapshot 0 of a run from a file");
@@ -901,10 +889,10 @@ static void test_initial_from_file(void **state)
     expect_in("notices", notices, "converting the file's double field to float");
     free(notices);
     path_of(snap0, sizeof snap0, &r, 0, 0);
-    float *gf = read_field(snap0, &m);
+    float *gf = test_read_field(snap0, &m);
     heat_file_meta_free(&m);
     free(want);
-    want = read_field(file, &m);
+    want = test_read_field(file, &m);
     heat_file_meta_free(&m);
     heat_initial_apply_dirichlet(&src.c, want);
     for (int64_t i = 0; i < r.c.d.points; i++) assert_true(gf[i] == (float)((double *)want)[i]);
@@ -1098,7 +1086,7 @@ static const char cli_deck[] =
 static void expect_intact(const char *path)
 {
     heat_file_meta m;
-    free(read_field(path, &m));
+    free(test_read_field(path, &m));
     heat_file_meta_free(&m);
 }
 
@@ -1358,7 +1346,7 @@ static void test_writer_order_and_async(void **state)
                      heat_file_kind_name(want[i].kind));
         /* each holds the field submitted for its step */
         heat_file_meta m;
-        double *f = read_field(rec.path[i], &m);
+        double *f = test_read_field(rec.path[i], &m);
         assert_int_equal(m.step, want[i].step);
         assert_true(m.time == 0.5 * (double)want[i].step);
         for (int64_t k = 0; k < r.c.d.points; k++)

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "h5file.h"
+
 void test_remove_tree(const char *path)
 {
     pid_t pid = fork();
@@ -162,4 +164,16 @@ char *test_read_file(const char *path)
     fclose(f);
     s[len] = '\0';
     return s;
+}
+
+void *test_read_field(const char *path, heat_file_meta *m)
+{
+    heat_error err;
+    if (heat_file_read_meta(path, m, &err) != HEAT_OK) fail_msg("read_meta: %s", err.msg);
+    const size_t vs = m->precision == HEAT_FLOAT ? sizeof(float) : sizeof(double);
+    void *f = malloc((size_t)(m->n[0] * m->n[1] * m->n[2]) * vs);
+    assert_non_null(f);
+    if (heat_file_read_field(path, m, m->precision, f, &err) != HEAT_OK)
+        fail_msg("read_field: %s", err.msg);
+    return f;
 }

@@ -31,6 +31,12 @@ char *test_read_file(const char *path);
 /* Writes `text` to path; asserts on failure. */
 void test_write_file(const char *path, const char *text);
 
+/* A snapshot's or checkpoint's metadata into *m and its field, in the
+ * file's own precision, as a malloc'd array; fails the test when the file
+ * cannot be read. */
+struct heat_file_meta;
+void *test_read_field(const char *path, struct heat_file_meta *m);
+
 /* Whether path exists. */
 int test_exists(const char *path);
 
