@@ -221,6 +221,36 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
         }
     };
 
+    /* The same step where neither the row nor the plane is on a face and x
+     * faces, if any, fall on the first or the last value of a thread (rows
+     * on 16-byte boundaries: the window starts on one): the x-face terms are
+     * selects on the shuffled neighbours and on the result, with no branch,
+     * so the common path carries no merge of substituted inputs. */
+    const bool lo_neu = xnlo & 1, hi_neu = xnhi >> (VX - 1) & 1;
+    const bool lo_held = xheld & 1, hi_held = xheld >> (VX - 1) & 1;
+    auto update_fast = [&](const V &c, const V &zm, const V &zp, const V &pm, const V &pp, V &v) {
+        const T left0 = __shfl_up_sync(0xffffffffu, c.v[VX - 1], 1);
+        const T right0 = __shfl_down_sync(0xffffffffu, c.v[0], 1);
+        const T xp0 = VX > 1 ? c.v[1 % VX] : right0;            /* right of the first value */
+        const T xmL = VX > 1 ? c.v[(VX + VX - 2) % VX] : left0; /* left of the last value */
+        const T left = lo_neu ? xp0 + a.gx[0] : left0;
+        const T right = hi_neu ? xmL + a.gx[1] : right0;
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const T xm = e > 0 ? c.v[e - 1] : left;
+            const T xp = e < VX - 1 ? c.v[e + 1] : right;
+            v.v[e] = hk_point<T, D3>(c.v[e], xm, xp, D3 ? pm.v[e] : T(0), D3 ? pp.v[e] : T(0),
+                                     zm.v[e], zp.v[e], a.rx, a.rp, a.rw);
+        }
+        v.v[0] = lo_held ? c.v[0] : v.v[0];
+        v.v[VX - 1] = hi_held ? c.v[VX - 1] : v.v[VX - 1];
+    };
+    /* Rows whose faces need the general step. */
+    bool general_row[RY];
+#pragma unroll
+    for (int q = 0; q < RY; q++)
+        general_row[q] = (xedge && !aligned) || (D3 && (fy[q].nlo || fy[q].nhi || fy[q].held));
+
     /* Rings per level and row: the plane before the centre, and the centre. */
     V prev[K][RY], own[K][RY];
 #pragma unroll
@@ -238,9 +268,9 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     for (int n = n0; n < n1; n++) {
         T *const rd = sm + (size_t)((n - n0) & 1) * K * BY * WX;     /* read: buffer b */
         T *const wr = sm + (size_t)((n - n0 + 1) & 1) * K * BY * WX; /* write: b ^ 1 */
-        V lo[RY], hi[RY]; /* level t - 1 and level t of plane n - t + 1 and n - t */
+        V vals[K + 1][RY]; /* level t of plane n - t, t = 0 .. K */
 #pragma unroll
-        for (int q = 0; q < RY; q++) lo[q] = next[q];
+        for (int q = 0; q < RY; q++) vals[0][q] = next[q];
         if (n + 1 < n1) {
 #pragma unroll
             for (int q = 0; q < RY; q++) load0(n + 1, q, next[q]);
@@ -255,30 +285,33 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
                     pa = vload<T, VX>(rd + (t - 1) * BY * WX + off_a);
                     pb = vload<T, VX>(rd + (t - 1) * BY * WX + off_b);
                 }
-                tb_face wf;
                 const bool on_wface = pw == wlo || pw == whi;
-                if (on_wface) wf = tb_faces(pw, a.nw, a.bw);
 #pragma unroll
                 for (int q = 0; q < RY; q++) {
                     const V &pm = q > 0 ? own[t - 1][q - 1] : pa;
                     const V &pp = q < RY - 1 ? own[t - 1][q + 1] : pb;
-                    update(q, own[t - 1][q], prev[t - 1][q], lo[q], pm, pp,
-                           on_wface ? &wf : nullptr, hi[q]);
+                    if (on_wface || general_row[q]) {
+                        tb_face wf = tb_faces(pw, a.nw, a.bw);
+                        update(q, own[t - 1][q], prev[t - 1][q], vals[t - 1][q], pm, pp,
+                               on_wface ? &wf : nullptr, vals[t][q]);
+                    } else {
+                        update_fast(own[t - 1][q], prev[t - 1][q], vals[t - 1][q], pm, pp,
+                                    vals[t][q]);
+                    }
                 }
             } else {
 #pragma unroll
-                for (int q = 0; q < RY; q++) hi[q] = own[t - 1][q];
+                for (int q = 0; q < RY; q++) vals[t][q] = own[t - 1][q];
             }
 #pragma unroll
             for (int q = 0; q < RY; q++) {
                 prev[t - 1][q] = own[t - 1][q];
-                own[t - 1][q] = lo[q];
+                own[t - 1][q] = vals[t - 1][q];
                 /* Level t - 1's plane n - t + 1: the centre of the next iteration. */
-                if (D3) vstore<T, VX>(wr + (t - 1) * BY * WX + off_own + q * WX, lo[q]);
-                lo[q] = hi[q];
+                if (D3) vstore<T, VX>(wr + (t - 1) * BY * WX + off_own + q * WX, vals[t - 1][q]);
             }
         }
-        /* lo: level K's plane n - K, stored where this block owns it. */
+        /* Level K's plane n - K, stored where this block owns it. */
         const int wk = n - K;
         if (wk >= w0 && !tb_faces(wk, a.nw, a.bw).held) {
 #pragma unroll
@@ -286,11 +319,11 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
                 if (!row_keep[q]) continue;
                 T *out = a.out + (long long)wk * a.sw + (long long)(D3 ? y0 + r0 + q : 0) * a.sp;
                 if (vec_store) {
-                    vstore<T, VX>(out + xg, lo[q]);
+                    vstore<T, VX>(out + xg, vals[K][q]);
                 } else {
 #pragma unroll
                     for (int e = 0; e < VX; e++)
-                        if (keep >> e & 1) out[xg + e] = lo[q].v[e];
+                        if (keep >> e & 1) out[xg + e] = vals[K][q].v[e];
                 }
                 if (RES) {
                     /* The centre of level K's update, now in prev. */
@@ -298,7 +331,7 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
                     for (int e = 0; e < VX; e++)
                         if (keep >> e & 1) {
                             const unsigned long long d =
-                                hk_diff_bits(lo[q].v[e], prev[K - 1][q].v[e]);
+                                hk_diff_bits(vals[K][q].v[e], prev[K - 1][q].v[e]);
                             m = d > m ? d : m;
                         }
                 }
