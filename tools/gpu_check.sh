@@ -34,7 +34,7 @@ say() { printf '\n== %s\n' "$*"; }
 
 if has build; then
   say "build ($build)"
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON >"$out/configure.log" 2>&1 &&
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON -DHEAT_BUILD_TESTS=ON >"$out/configure.log" 2>&1 &&
     cmake --build "$build" -j"$jobs" >"$out/build.log" 2>&1 || {
     tail -n 40 "$out/configure.log" "$out/build.log"
     exit 1
