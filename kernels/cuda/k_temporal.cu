@@ -15,12 +15,13 @@
  *   column: what level t - 1 produced a moment ago in this iteration);
  *   level K's plane n - K goes to memory.
  * Each thread keeps, per level, the previous and the current plane of its VX
- * columns in registers (2 K VX values); shared memory holds each level's
- * current plane for the neighbours in p, double-buffered so that one barrier
- * per iteration separates its writes from the next reads. x neighbours come
- * from the neighbouring lane by warp shuffle: a warp spans the window's width,
- * so the lanes at its ends only ever feed the halo. A warp is one row of the
- * window, so at level t the warps of rows that no later level reads (the
+ * columns in registers, for RY rows (2 in 3D; the inner row's p neighbours
+ * are then its own registers); shared memory holds each level's current
+ * plane for the neighbours in p, double-buffered so that one barrier per
+ * iteration separates its writes from the next reads. x neighbours come from
+ * the neighbouring lane by warp shuffle: a warp spans the window's width, so
+ * the lanes at its ends only ever feed the halo. All lanes of a warp share
+ * their rows, so at level t the warps whose rows no later level reads (the
  * outer t rows on each side) skip the update.
  *
  * Boundaries are applied inside every fused step exactly as in a single
@@ -28,9 +29,13 @@
  * (loaded with the index taken modulo n), so they need no special case; on a
  * Dirichlet face the node keeps its value; a Neumann node uses the mirrored
  * neighbour plus 2 h g. Window points beyond a non-periodic face hold
- * whatever was loaded and are never read by a node of the grid. A block
- * whose window touches no non-periodic face in x or p takes a path without
- * those tests (most blocks); faces along w are per plane, a uniform branch.
+ * whatever was loaded and are never read by a node of the grid. Where rows
+ * are 16-byte aligned an x face can only be the first or the last value of a
+ * thread, so the common step takes x faces as selects on the two shuffled
+ * neighbours and on the result, with no branch (branches that substitute
+ * inputs cost the compiler's register moves at every merge: 22% of the
+ * instructions, docs/PERFORMANCE.md); rows on a p face, planes on a w face and
+ * unaligned rows in a window on an x face take the general step.
  *
  * Arithmetic: the order of a single sweep (stencil.cuh), so K fused steps are
  * bit-identical to K sweeps and to the CPU backend. The Neumann constants are
