@@ -47,8 +47,6 @@
  * independent window of WX points, with no shared memory and no barrier.
  */
 #include <climits>
-#include <cstdio>
-#include <cstdlib>
 
 #include "stencil.cuh"
 
@@ -151,8 +149,8 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     }
     const bool vec = aligned && xg >= 0 && xg + VX <= a.nx;
     const bool vec_store = vec && keep == (1u << VX) - 1;
-    /* Whether the window meets a non-periodic x face: only then do values
-     * need the per-value x-face selects (a uniform branch per block). */
+    /* Whether the window meets a non-periodic x face (the general step then
+     * substitutes x neighbours value by value where rows are not aligned). */
     const bool xedge =
         (a.bx[0] != HK_PERIODIC && x0 <= 0) || (a.bx[1] != HK_PERIODIC && x0 + WX >= a.nx);
     /* The planes on a non-periodic w face (or none). */
