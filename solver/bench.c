@@ -319,8 +319,8 @@ static void cpu_name(char *buf, size_t n)
     fclose(f);
 }
 
+/* In the order of heat_kernel, so that an index is the kernel's enum value. */
 static const char *const gpu_kernels[] = {"naive", "tiled", "sliced", "register_tiled"};
-#define REGISTER_TILED 3 /* its index in gpu_kernels: the one kernel that fuses steps */
 _Static_assert(HEAT_TEMPORAL_BLOCK_MAX >= 8, "the default --temporal list goes up to 8");
 
 /* Parses --temporal's "K[,K...]" into ks[] (each from 1 to HEAT_TEMPORAL_BLOCK_MAX,
@@ -508,7 +508,8 @@ int heat_bench_main(int argc, char **argv)
             for (int kn = -1; kn < 4 && !rc; kn++) {
                 /* kn = -1: the CPU backend; 0..3: the GPU kernels. */
                 if (kn < 0 ? !want_cpu : !want_cuda || !(kernel_mask & (1 << kn))) continue;
-                const int fuses = kn == REGISTER_TILED;
+                const int fuses =
+                    kn == HEAT_KERNEL_REGISTER_TILED; /* the one kernel that fuses steps */
                 for (int t = 0; t < (fuses ? nk : 1) && !rc; t++) {
                     bench_row row;
                     heat_error err;
