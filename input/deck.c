@@ -636,6 +636,8 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
         }
         break;
     }
+    default:
+        break;
     }
 }
 

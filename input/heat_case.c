@@ -1,36 +1,151 @@
 #include "heat_case.h"
 
+#include <math.h>
+#include <string.h>
+
+const char *const heat_bc_type_names[HEAT_BC_COUNT + 1] = {"dirichlet", "neumann", "periodic",
+                                                           NULL};
+const char *const heat_init_type_names[HEAT_INIT_COUNT + 1] = {"constant", "gaussian", "sine",
+                                                               "file", NULL};
+const char *const heat_backend_kind_names[HEAT_BACKEND_COUNT + 1] = {"auto", "cpu", "cuda", NULL};
+const char *const heat_precision_names[HEAT_PRECISION_COUNT + 1] = {"double", "float", NULL};
+const char *const heat_kernel_names[HEAT_KERNEL_COUNT + 1] = {"naive", "tiled", "sliced",
+                                                              "register_tiled", NULL};
+const char *const heat_face_names[HEAT_NFACES + 1] = {"x_lo", "x_hi", "y_lo", "y_hi",
+                                                      "z_lo", "z_hi", NULL};
+
+int heat_name_index(const char *const *names, const char *s)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+static const char *name_of(const char *const *names, int count, int v)
+{
+    return v >= 0 && v < count ? names[v] : "?";
+}
+
 const char *heat_bc_type_name(heat_bc_type t)
 {
-    static const char *names[] = {"dirichlet", "neumann", "periodic"};
-    return (unsigned)t < 3 ? names[t] : "?";
+    return name_of(heat_bc_type_names, HEAT_BC_COUNT, (int)t);
 }
 
 const char *heat_init_type_name(heat_init_type t)
 {
-    static const char *names[] = {"constant", "gaussian", "sine", "file"};
-    return (unsigned)t < 4 ? names[t] : "?";
+    return name_of(heat_init_type_names, HEAT_INIT_COUNT, (int)t);
 }
 
 const char *heat_backend_kind_name(heat_backend_kind k)
 {
-    static const char *names[] = {"auto", "cpu", "cuda"};
-    return (unsigned)k < 3 ? names[k] : "?";
+    return name_of(heat_backend_kind_names, HEAT_BACKEND_COUNT, (int)k);
 }
 
 const char *heat_precision_name(heat_precision p)
 {
-    return p == HEAT_FLOAT ? "float" : "double";
+    return name_of(heat_precision_names, HEAT_PRECISION_COUNT, (int)p);
 }
 
 const char *heat_kernel_name(heat_kernel k)
 {
-    static const char *names[] = {"naive", "tiled", "sliced", "register_tiled"};
-    return (unsigned)k < 4 ? names[k] : "?";
+    return name_of(heat_kernel_names, HEAT_KERNEL_COUNT, (int)k);
 }
 
 const char *heat_face_name(int face)
 {
-    static const char *names[] = {"x_lo", "x_hi", "y_lo", "y_hi", "z_lo", "z_hi"};
-    return (unsigned)face < 6 ? names[face] : "?";
+    return name_of(heat_face_names, HEAT_NFACES, face);
+}
+
+/* ---- derived numbers ---------------------------------------------------- */
+
+/* The step count that reaches time.end with steps of dt: ceil(end / dt), less
+ * one where dt divides end up to rounding (1e-9 relative), at least 1.
+ * HEAT_EINPUT when it would not fit. */
+static int steps_to_end(const heat_case *c, double dt, const char *whose, double *n,
+                        heat_error *err)
+{
+    double q = c->time.end / dt;
+    if (q > 9.0e15)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "time.end = %.9g needs %.3g steps of %sdt = %.9g: too many",
+                              c->time.end, q, whose, dt);
+    *n = ceil(q);
+    if (*n > 1 && q - (*n - 1) < 1e-9 * q) *n -= 1;
+    if (*n < 1) *n = 1;
+    return HEAT_OK;
+}
+
+/* r from dt, and stop_step from end_step and max_steps. */
+static void finish_steps(heat_case *c)
+{
+    for (int a = 0; a < c->grid.dims; a++) c->d.r[a] = c->alpha * c->d.dt / (c->d.h[a] * c->d.h[a]);
+    c->d.stop_step = c->d.end_step;
+    if (c->time.has_max_steps && (c->d.stop_step < 0 || c->time.max_steps < c->d.stop_step))
+        c->d.stop_step = c->time.max_steps;
+}
+
+int heat_case_derive(heat_case *c, heat_error *err)
+{
+    memset(&c->d, 0, sizeof c->d);
+    int dims = c->grid.dims;
+    double inv_h2 = 0;
+    for (int a = 0; a < 3; a++) {
+        int periodic = c->bc[2 * a].type == HEAT_BC_PERIODIC;
+        if (a >= dims) {
+            c->d.h[a] = 1.0;
+            continue;
+        }
+        c->d.h[a] = c->grid.length[a] / (double)(periodic ? c->grid.n[a] : c->grid.n[a] - 1);
+        inv_h2 += 1.0 / (c->d.h[a] * c->d.h[a]);
+    }
+    c->d.dt_max = 0.5 / (c->alpha * inv_h2);
+    c->d.points = c->grid.n[0] * c->grid.n[1] * c->grid.n[2];
+
+    double dt = c->time.has_dt ? c->time.dt : c->time.safety * c->d.dt_max;
+    if (c->time.has_dt && dt > c->d.dt_max)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "%s%stime.dt = %.9g is above the stability limit dt_max = %.9g "
+                              "(forward Euler needs sum of alpha*dt/h^2 over the axes <= 1/2; "
+                              "here it would be %.6g): use dt <= %.9g or leave dt out",
+                              c->time.dt_where, c->time.dt_where[0] ? ": " : "", dt, c->d.dt_max,
+                              0.5 * dt / c->d.dt_max, c->d.dt_max);
+    c->d.end_step = -1;
+    if (c->time.has_end) {
+        double n = 1;
+        int rc = steps_to_end(c, dt, "", &n, err);
+        if (rc) return rc;
+        /* A dt fitted to end must not pass the stability limit. */
+        if (c->time.end / n > c->d.dt_max) n += 1;
+        c->d.end_step = (int64_t)n;
+        dt = c->time.end / n;
+    }
+    c->d.dt = dt;
+    finish_steps(c);
+    c->d.check_every = c->steady.check_every > 0 ? c->steady.check_every : 100;
+    return HEAT_OK;
+}
+
+int heat_case_keep_dt(heat_case *c, double dt, int *end_moved, heat_error *err)
+{
+    *end_moved = 0;
+    c->d.dt = dt;
+    c->d.end_step = -1;
+    if (c->time.has_end) {
+        double n = 1;
+        int rc = steps_to_end(c, dt, "the restart file's ", &n, err);
+        if (rc) return rc;
+        c->d.end_step = (int64_t)n;
+        if (!(fabs(n * dt - c->time.end) <= 1e-9 * c->time.end)) {
+            c->time.end = n * dt; /* the time of that step, as reported */
+            *end_moved = 1;
+        }
+    }
+    finish_steps(c);
+    return HEAT_OK;
+}
+
+double heat_case_time(const heat_case *c, int64_t step)
+{
+    if (c->d.end_step >= 0 && step == c->d.end_step) return c->time.end;
+    return (double)step * c->d.dt;
 }

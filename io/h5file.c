@@ -32,9 +32,11 @@
  * vanishes, small enough that a damaged chunk names a small region. */
 #define CHUNK_BYTES (4u << 20)
 
+const char *const heat_file_kind_names[HEAT_FILE_KIND_COUNT + 1] = {"snapshot", "checkpoint", NULL};
+
 const char *heat_file_kind_name(heat_file_kind k)
 {
-    return k == HEAT_FILE_CHECKPOINT ? "checkpoint" : "snapshot";
+    return (unsigned)k < HEAT_FILE_KIND_COUNT ? heat_file_kind_names[k] : "?";
 }
 
 void heat_file_meta_from_case(heat_file_meta *m, const heat_case *c, heat_file_kind kind,
@@ -379,16 +381,6 @@ static char *get_deck(hid_t fid)
     return text;
 }
 
-static int parse_bc_type(const char *s, heat_bc_type *t)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, heat_bc_type_name((heat_bc_type)i)) == 0) {
-            *t = (heat_bc_type)i;
-            return 0;
-        }
-    return -1;
-}
-
 /* How the field is stored: its filters. */
 static void read_filters(hid_t ds, heat_file_meta *m)
 {
@@ -407,43 +399,15 @@ static void read_filters(hid_t ds, heat_file_meta *m)
     H5Pclose(dcpl);
 }
 
-int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
-{
-    memset(m, 0, sizeof *m);
-    heat_io_h5_quiet();
-    if (access(path, R_OK) != 0)
-        return heat_error_set(err, HEAT_EINPUT, "%s: cannot read the file: %s", path,
-                              strerror(errno));
-    if (H5Fis_hdf5(path) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return heat_error_set(err, HEAT_EINPUT,
-                              "%s: not a heat snapshot or checkpoint (not an HDF5 file)", path);
-    }
-    hid_t fapl = file_access(), fid = H5I_INVALID_HID, ds = H5I_INVALID_HID, sp = H5I_INVALID_HID,
-          t = H5I_INVALID_HID, g = H5I_INVALID_HID;
-    const char *what = "opening it";
-    int rc = HEAT_OK;
-    if (fapl < 0 || (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) goto corrupt;
-    if (H5Aexists(fid, "heat_format_version") <= 0) {
-        rc = heat_error_set(err, HEAT_EINPUT,
-                            "%s: not a heat snapshot or checkpoint (an HDF5 file without the "
-                            "heat_format_version attribute)",
-                            path);
-        goto done;
-    }
-    what = "reading heat_format_version";
-    if (get_attr(fid, "heat_format_version", H5T_NATIVE_INT64, 1, &m->format_version)) goto corrupt;
-    if (m->format_version < 1 || m->format_version > HEAT_FORMAT_VERSION) {
-        rc = heat_error_set(err, HEAT_EINPUT,
-                            "%s: file format %lld, but this heat (%s) reads format 1 to %d: "
-                            "written by a newer heat?",
-                            path, (long long)m->format_version, HEAT_VERSION, HEAT_FORMAT_VERSION);
-        goto done;
-    }
+/* The reading steps below return 0, READ_H5 when an HDF5 call failed (the
+ * error stack says why) or READ_BAD when the values are out of place. */
+enum { READ_H5 = -1, READ_BAD = -2 };
 
+/* The root attributes: the restart state and the grid. */
+static int read_root_attrs(hid_t fid, heat_file_meta *m)
+{
     char kind[BC_STR_WIDTH + 1], prec[BC_STR_WIDTH + 1], types[HEAT_NFACES][BC_STR_WIDTH + 1];
     double value[HEAT_NFACES], gradient[HEAT_NFACES];
-    what = "reading its attributes";
     if (get_strs(fid, "heat_version", 1, m->program_version, sizeof m->program_version) ||
         get_strs(fid, "kind", 1, kind, sizeof kind) ||
         get_attr(fid, "step", H5T_NATIVE_INT64, 1, &m->step) ||
@@ -458,69 +422,129 @@ int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
         get_strs(fid, "boundary_type", HEAT_NFACES, &types[0][0], BC_STR_WIDTH + 1) ||
         get_attr(fid, "boundary_value", H5T_NATIVE_DOUBLE, HEAT_NFACES, value) ||
         get_attr(fid, "boundary_gradient", H5T_NATIVE_DOUBLE, HEAT_NFACES, gradient))
-        goto corrupt;
-    what = "checking its attributes";
-    if (strcmp(kind, "snapshot") == 0)
-        m->kind = HEAT_FILE_SNAPSHOT;
-    else if (strcmp(kind, "checkpoint") == 0)
-        m->kind = HEAT_FILE_CHECKPOINT;
-    else
-        goto invalid;
-    if (strcmp(prec, "double") == 0)
-        m->precision = HEAT_DOUBLE;
-    else if (strcmp(prec, "float") == 0)
-        m->precision = HEAT_FLOAT;
-    else
-        goto invalid;
+        return READ_H5;
+    int kind_i = heat_name_index(heat_file_kind_names, kind);
+    int prec_i = heat_name_index(heat_precision_names, prec);
+    if (kind_i < 0 || prec_i < 0) return READ_BAD;
+    m->kind = (heat_file_kind)kind_i;
+    m->precision = (heat_precision)prec_i;
     for (int f = 0; f < HEAT_NFACES; f++) {
-        if (parse_bc_type(types[f], &m->bc[f].type)) goto invalid;
+        int t = heat_name_index(heat_bc_type_names, types[f]);
+        if (t < 0) return READ_BAD;
+        m->bc[f].type = (heat_bc_type)t;
         m->bc[f].value = value[f];
         m->bc[f].gradient = gradient[f];
     }
     for (int a = 0; a < 3; a++)
-        if (m->n[a] < 1 || m->n[a] > (INT64_C(1) << 40)) goto invalid;
-    if (m->step < 0 || !(m->dt > 0)) goto invalid;
+        if (m->n[a] < 1 || m->n[a] > (INT64_C(1) << 40)) return READ_BAD;
+    if (m->step < 0 || !(m->dt > 0)) return READ_BAD;
     m->dims = m->n[2] == 1 ? 2 : 3;
+    return 0;
+}
 
-    what = "reading /VTKHDF";
+/* /VTKHDF's WholeExtent must be the grid's. */
+static int read_vtkhdf(hid_t fid, const heat_file_meta *m)
+{
     int64_t extent[6];
-    if ((g = H5Gopen2(fid, "VTKHDF", H5P_DEFAULT)) < 0 ||
-        get_attr(g, "WholeExtent", H5T_NATIVE_INT64, 6, extent))
-        goto corrupt;
-    for (int a = 0; a < 3; a++)
-        if (extent[2 * a] != 0 || extent[2 * a + 1] != m->n[a] - 1) goto invalid;
+    hid_t g = H5Gopen2(fid, "VTKHDF", H5P_DEFAULT);
+    int rc = g < 0 || get_attr(g, "WholeExtent", H5T_NATIVE_INT64, 6, extent) ? READ_H5 : 0;
+    if (g >= 0) H5Gclose(g);
+    for (int a = 0; a < 3 && !rc; a++)
+        if (extent[2 * a] != 0 || extent[2 * a + 1] != m->n[a] - 1) rc = READ_BAD;
+    return rc;
+}
 
-    what = "reading the field's shape";
-    if ((ds = H5Dopen2(fid, FIELD_PATH, H5P_DEFAULT)) < 0 || (sp = H5Dget_space(ds)) < 0 ||
-        (t = H5Dget_type(ds)) < 0)
-        goto corrupt;
-    /* (nz, ny, nx), or (ny, nx) when nz = 1. */
+/* Whether dataset `ds` still has the shape of m: (nz, ny, nx), or (ny, nx)
+ * when nz = 1. */
+static int same_shape(hid_t ds, const heat_file_meta *m)
+{
+    hid_t sp = H5Dget_space(ds);
+    if (sp < 0) return 0;
     hsize_t dims[3] = {1, 1, 1};
     const int rank = H5Sget_simple_extent_ndims(sp);
-    if (rank < 2 || rank > 3 || (rank == 2 && m->n[2] != 1) ||
-        H5Sget_simple_extent_dims(sp, dims + (3 - rank), NULL) != rank ||
-        dims[0] != (hsize_t)m->n[2] || dims[1] != (hsize_t)m->n[1] || dims[2] != (hsize_t)m->n[0] ||
-        H5Tget_class(t) != H5T_FLOAT || H5Tget_size(t) != (m->precision == HEAT_FLOAT ? 4u : 8u))
-        goto invalid;
-    read_filters(ds, m);
-
-    what = "reading the deck";
-    if (!(m->deck = get_deck(fid))) goto corrupt;
-    goto done;
-
-invalid:
-    rc = heat_error_set(err, HEAT_ERUNTIME, "%s is corrupt: %s: values out of place", path, what);
-    goto done;
-corrupt : {
-    char cause[512];
-    heat_io_h5_cause(cause, sizeof cause, NULL);
-    rc = heat_error_set(err, HEAT_ERUNTIME, "%s is corrupt: %s: %s", path, what, cause);
+    int ok = rank >= 2 && rank <= 3 && !(rank == 2 && m->n[2] != 1) &&
+             H5Sget_simple_extent_dims(sp, dims + (3 - rank), NULL) == rank &&
+             dims[0] == (hsize_t)m->n[2] && dims[1] == (hsize_t)m->n[1] &&
+             dims[2] == (hsize_t)m->n[0];
+    H5Sclose(sp);
+    return ok;
 }
-done:
+
+/* The field: its shape and value type, and how it is stored. */
+static int read_field_layout(hid_t fid, heat_file_meta *m)
+{
+    hid_t ds = H5Dopen2(fid, FIELD_PATH, H5P_DEFAULT), t = H5I_INVALID_HID;
+    int rc = ds < 0 || (t = H5Dget_type(ds)) < 0 ? READ_H5 : 0;
+    if (!rc && (!same_shape(ds, m) || H5Tget_class(t) != H5T_FLOAT ||
+                H5Tget_size(t) != (m->precision == HEAT_FLOAT ? 4u : 8u)))
+        rc = READ_BAD;
+    if (!rc) read_filters(ds, m);
     if (t >= 0) H5Tclose(t);
-    if (sp >= 0) H5Sclose(sp);
     if (ds >= 0) H5Dclose(ds);
-    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
+/* After the format version: everything else, naming in *what the step that
+ * failed. */
+static int read_meta_body(hid_t fid, heat_file_meta *m, const char **what)
+{
+    int rc;
+    *what = "reading its attributes";
+    if ((rc = read_root_attrs(fid, m))) {
+        if (rc == READ_BAD) *what = "checking its attributes";
+        return rc;
+    }
+    *what = "reading /VTKHDF";
+    if ((rc = read_vtkhdf(fid, m))) return rc;
+    *what = "reading the field's shape";
+    if ((rc = read_field_layout(fid, m))) return rc;
+    *what = "reading the deck";
+    return (m->deck = get_deck(fid)) ? 0 : READ_H5;
+}
+
+int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
+{
+    memset(m, 0, sizeof *m);
+    heat_io_h5_quiet();
+    if (access(path, R_OK) != 0)
+        return heat_error_set(err, HEAT_EINPUT, "cannot read the file: %s", strerror(errno));
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return heat_error_set(err, HEAT_EINPUT,
+                              "not a heat snapshot or checkpoint (not an HDF5 file)");
+    }
+    hid_t fapl = file_access(), fid = H5I_INVALID_HID;
+    const char *what = "opening it";
+    int rc = HEAT_OK, step = READ_H5;
+    if (fapl < 0 || (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) goto out;
+    step = 0;
+    if (H5Aexists(fid, "heat_format_version") <= 0) {
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "not a heat snapshot or checkpoint (an HDF5 file without the "
+                            "heat_format_version attribute)");
+        goto out;
+    }
+    what = "reading heat_format_version";
+    if (get_attr(fid, "heat_format_version", H5T_NATIVE_INT64, 1, &m->format_version)) {
+        step = READ_H5;
+        goto out;
+    }
+    if (m->format_version < 1 || m->format_version > HEAT_FORMAT_VERSION) {
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "file format %lld, but this heat (%s) reads format 1 to %d: "
+                            "written by a newer heat?",
+                            (long long)m->format_version, HEAT_VERSION, HEAT_FORMAT_VERSION);
+        goto out;
+    }
+    step = read_meta_body(fid, m, &what);
+out:
+    if (step == READ_BAD) {
+        rc = heat_error_set(err, HEAT_ERUNTIME, "corrupt: %s: values out of place", what);
+    } else if (step == READ_H5) {
+        char cause[512];
+        heat_io_h5_cause(cause, sizeof cause, NULL);
+        rc = heat_error_set(err, HEAT_ERUNTIME, "corrupt: %s: %s", what, cause);
+    }
     if (fid >= 0) H5Fclose(fid);
     if (fapl >= 0) H5Pclose(fapl);
     H5Eclear2(H5E_DEFAULT);
@@ -531,23 +555,23 @@ done:
 int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precision as, void *field,
                          heat_error *err)
 {
-    (void)m;
     heat_io_h5_quiet();
     hid_t fapl = file_access(), fid = H5I_INVALID_HID, ds = H5I_INVALID_HID;
     int rc = HEAT_OK;
-    if (fapl < 0 || (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0 ||
-        (ds = H5Dopen2(fid, FIELD_PATH, H5P_DEFAULT)) < 0 ||
-        H5Dread(ds, as == HEAT_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
-                H5P_DEFAULT, field) < 0) {
+    if (fapl >= 0 && (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) >= 0 &&
+        (ds = H5Dopen2(fid, FIELD_PATH, H5P_DEFAULT)) >= 0 && !same_shape(ds, m)) {
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "corrupt: the field is no longer of %lld x %lld x %lld points",
+                            (long long)m->n[0], (long long)m->n[1], (long long)m->n[2]);
+    } else if (ds < 0 || H5Dread(ds, as == HEAT_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE,
+                                 H5S_ALL, H5S_ALL, H5P_DEFAULT, field) < 0) {
         char cause[512];
         int checksum = 0;
         heat_io_h5_cause(cause, sizeof cause, &checksum);
-        rc = checksum ? heat_error_set(err, HEAT_ERUNTIME,
-                                       "%s is corrupt: the field fails its Fletcher-32 checksum "
-                                       "(%s)",
-                                       path, cause)
-                      : heat_error_set(err, HEAT_ERUNTIME,
-                                       "%s is corrupt: cannot read the field: %s", path, cause);
+        rc = checksum
+                 ? heat_error_set(err, HEAT_ERUNTIME,
+                                  "corrupt: the field fails its Fletcher-32 checksum (%s)", cause)
+                 : heat_error_set(err, HEAT_ERUNTIME, "corrupt: cannot read the field: %s", cause);
     }
     if (ds >= 0) H5Dclose(ds);
     if (fid >= 0) H5Fclose(fid);
@@ -591,8 +615,7 @@ static int same_bc(const heat_bc *a, const heat_bc *b)
     return 1;
 }
 
-int heat_file_check_case(const heat_file_meta *m, const heat_case *c, const char *what,
-                         heat_error *err)
+int heat_file_check_case(const heat_file_meta *m, const heat_case *c, heat_error *err)
 {
     heat_error diff;
     heat_error_clear(&diff);
@@ -639,7 +662,7 @@ int heat_file_check_case(const heat_file_meta *m, const heat_case *c, const char
                           m->alpha, kind);
     if (diff.code == HEAT_OK) return HEAT_OK;
     return heat_error_set(err, HEAT_EINPUT,
-                          "%s: the deck does not match the %s (grid, precision, boundary "
+                          "the deck does not match the %s (grid, precision, boundary "
                           "conditions and diffusivity must stay the same to continue a run):\n%s",
-                          what, kind, diff.msg);
+                          kind, diff.msg);
 }

@@ -22,7 +22,10 @@
 /* The layout version this program writes and the newest it reads. */
 #define HEAT_FORMAT_VERSION 1
 
-typedef enum { HEAT_FILE_SNAPSHOT, HEAT_FILE_CHECKPOINT } heat_file_kind;
+typedef enum { HEAT_FILE_SNAPSHOT, HEAT_FILE_CHECKPOINT, HEAT_FILE_KIND_COUNT } heat_file_kind;
+
+/* "snapshot", "checkpoint": the `kind` attribute's values. */
+extern const char *const heat_file_kind_names[HEAT_FILE_KIND_COUNT + 1];
 
 /* A file's metadata: the restart state and the grid. */
 typedef struct heat_file_meta {
@@ -65,13 +68,15 @@ int heat_file_write(const char *path, const heat_file_meta *m, const void *field
  * heat_file_meta_free. Returns HEAT_EINPUT when the file is missing or
  * unreadable, is not an HDF5 file, or is not a heat snapshot or checkpoint
  * (or is of a newer format), and HEAT_ERUNTIME when it is one but cannot be
- * read (damaged). Messages start with the path. */
+ * read (damaged: the message starts with "corrupt: "). The messages of the
+ * readers leave the context to their callers: they do not name the file. */
 int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err);
 
 /* Reads the whole field of `path` (metadata `m` from heat_file_read_meta)
- * into `field`, converting it to `as` when the file holds the other
- * precision, and so verifies every chunk's checksum. HEAT_ERUNTIME naming the
- * file as corrupt when a checksum fails or the data cannot be read. */
+ * into `field` (m->n[0]*m->n[1]*m->n[2] values of `as`), converting it to
+ * `as` when the file holds the other precision, and so verifies every
+ * chunk's checksum. HEAT_ERUNTIME ("corrupt: ...") when a checksum fails,
+ * the data cannot be read or the field's shape is no longer m's. */
 int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precision as, void *field,
                          heat_error *err);
 
@@ -81,10 +86,8 @@ void heat_file_meta_free(heat_file_meta *m);
 /* Compares a case (the deck of a restart) with a file's metadata: grid
  * (points, length, origin), precision, boundary conditions and diffusivity
  * must be the same. Returns HEAT_EINPUT listing every difference, each with
- * the deck key, the deck's value and the file's; `what` starts the message
- * ("--restart run/x_ckpt_00000100.vtkhdf"). */
-int heat_file_check_case(const heat_file_meta *m, const heat_case *c, const char *what,
-                         heat_error *err);
+ * the deck key, the deck's value and the file's. */
+int heat_file_check_case(const heat_file_meta *m, const heat_case *c, heat_error *err);
 
 /* "snapshot" or "checkpoint". */
 const char *heat_file_kind_name(heat_file_kind k);

@@ -5,6 +5,7 @@
 #include <hdf5.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,6 +57,18 @@ int heat_io_commit(const char *tmp, const char *path, heat_error *err)
                               "cannot write %s: flushing its directory to disk: %s", path,
                               strerror(errno));
     return HEAT_OK;
+}
+
+int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need) n *= 2;
+    void *p = realloc(*array, n * elem);
+    if (!p) return -1;
+    *array = p;
+    *cap = n;
+    return 0;
 }
 
 /* HDF5 closes every file still open when the program exits; a file whose

@@ -21,6 +21,11 @@ int heat_io_commit(const char *tmp, const char *path, heat_error *err);
  * disk); 0 or -1 with errno set. */
 int heat_io_fsync_parent(const char *path);
 
+/* Makes room for `need` elements of `elem` bytes in the malloc'd *array of
+ * *cap elements, doubling (from 16); 0, or -1 when out of memory (the array
+ * is then unchanged). */
+int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem);
+
 /* Switches off HDF5's printing of its error stack for the calling thread
  * (the setting is per thread in thread-safe builds). */
 void heat_io_h5_quiet(void);

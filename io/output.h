@@ -36,8 +36,12 @@ typedef enum {
     HEAT_OUTPUT_CONTINUE,  /* a restart: keep and append */
 } heat_output_mode;
 
-/* What a submitted field is written as (a mask: both at once is one copy). */
-enum { HEAT_OUTPUT_SNAPSHOT = 1, HEAT_OUTPUT_CHECKPOINT = 2 };
+/* What a submitted field is written as: a mask of heat_file_kind bits (both
+ * at once is one copy). */
+enum {
+    HEAT_OUTPUT_SNAPSHOT = 1 << HEAT_FILE_SNAPSHOT,
+    HEAT_OUTPUT_CHECKPOINT = 1 << HEAT_FILE_CHECKPOINT
+};
 
 /* Host memory for the field buffers; the GPU backend may pass page-locked
  * memory. alloc returns NULL when out of memory. */
@@ -53,7 +57,6 @@ typedef struct heat_output_options {
     const char *deck_text;       /* the canonical deck, kept in every field file (copied) */
     heat_output_allocator alloc; /* alloc == NULL: malloc and free */
     int buffers;                 /* field buffers in the pool; 0: 2 */
-    int synchronous;             /* write on the caller's thread, no writer thread */
     FILE *notices; /* harmless oddities (an old checkpoint not removable); may be NULL */
     /* If not NULL, called (on the writer thread) after each field file is in
      * place under its final name, in the order written. */

@@ -1,5 +1,6 @@
-/* What a backend implements behind solver/backend.h. Each backend fills a
- * heat_backend whose ops point at its functions; backend.c dispatches. */
+/* What a backend implements behind backend.h: each backend fills a
+ * heat_backend whose ops point at its functions; backend.c dispatches.
+ * Private to kernels/. */
 #ifndef HEAT_BACKEND_IMPL_H
 #define HEAT_BACKEND_IMPL_H
 
@@ -12,11 +13,13 @@ typedef struct heat_backend_ops {
     int (*advance)(heat_backend *b, int64_t steps, double *residual, heat_error *err);
     int (*download)(heat_backend *b, void *host_field, heat_error *err);
     void (*destroy)(heat_backend *b);
-    /* Optional (NULL: download at once, nothing to wait for, malloc/free). */
-    int (*download_start)(heat_backend *b, void *host_field, heat_error *err);
-    int (*download_wait)(heat_backend *b, heat_error *err);
+    /* Optional (NULL: malloc/free). */
     void *(*host_alloc)(heat_backend *b, size_t bytes);
     void (*host_free)(heat_backend *b, void *p);
+    /* Optional measurement and test hooks (NULL: not offered). */
+    int (*bench_time)(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
+                      heat_error *err);
+    int (*poison_next)(heat_backend *b, heat_error *err);
 } heat_backend_ops;
 
 struct heat_backend {

@@ -30,9 +30,6 @@ typedef struct heat_run_options {
     FILE *out;           /* progress and summary (stdout) */
     FILE *notices;       /* notices such as a backend fallback (stderr) */
     void *field_out;     /* if not NULL: receives the final field (nx*ny*nz values) */
-    /* Host memory for the output buffers (alloc NULL: malloc); a GPU backend
-     * may pass page-locked memory here. */
-    heat_output_allocator host_alloc;
 } heat_run_options;
 
 typedef struct heat_run_result {
@@ -48,7 +45,8 @@ typedef struct heat_run_result {
     int64_t files;        /* files written */
 } heat_run_result;
 
-/* Runs the case (already derived with heat_case_derive). deck_text is the
+/* Runs the case (already derived with heat_case_derive). The output buffers
+ * come from the backend's host memory (page-locked on the GPU). deck_text is the
  * canonical deck after overrides, kept in every snapshot and checkpoint.
  *
  * Outputs: a snapshot at the first step, every output.every steps and at the

@@ -48,13 +48,10 @@ static double initial_value(const heat_case *c, const double x[3])
         }                                                                                          \
     } while (0)
 
-/* An initial.path problem as a deck error: "initial.path = "x": ...", the
- * reader's own "x: " dropped where it starts the message. */
+/* A reader's problem with initial.path as a deck error:
+ * "initial.path = "x": ...". */
 static int path_error(const char *path, heat_error *err)
 {
-    size_t n = strlen(path);
-    if (strncmp(err->msg, path, n) == 0 && err->msg[n] == ':' && err->msg[n + 1] == ' ')
-        memmove(err->msg, err->msg + n + 2, strlen(err->msg + n + 2) + 1);
     heat_error_prefix(err, "initial.path = \"%s\": ", path);
     err->code = HEAT_EINPUT;
     return HEAT_EINPUT;

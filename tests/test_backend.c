@@ -13,22 +13,12 @@
 #include <cmocka.h>
 
 #include "backend.h"
-#include "deck.h"
-#include "stability.h"
 #include "test_util.h"
-#ifdef HEAT_HAVE_CUDA
-#include "cuda_backend.h"
-#endif
 
 /* Whether this build and machine can run the CUDA backend; why not in `why`. */
 static int gpu_usable(char *why, size_t n)
 {
-#ifdef HEAT_HAVE_CUDA
-    return heat_cuda_usable(why, n);
-#else
-    snprintf(why, n, "built without CUDA");
-    return 0;
-#endif
+    return heat_backend_gpu_usable(why, n);
 }
 
 static void load(heat_case *c, const char *backend)
@@ -48,10 +38,7 @@ static void load(heat_case *c, const char *backend)
              "initial = { type = \"constant\"; value = 1.0; };\n"
              "solver = { backend = \"%s\"; };\n",
              backend);
-    heat_error err;
-    int rc = heat_deck_load_string(deck, "test_backend", NULL, 0, c, NULL, NULL, &err);
-    if (!rc) rc = heat_case_derive(c, &err);
-    if (rc) fail_msg("%s", err.msg);
+    test_load_case(deck, "test_backend", NULL, c);
 }
 
 static void test_cuda_backend(void **state)
@@ -73,11 +60,10 @@ static void test_cuda_backend(void **state)
         assert_null(b);
         print_message("%s\n", err.msg);
         assert_non_null(strstr(err.msg, "cuda"));
-#ifdef HEAT_HAVE_CUDA
-        assert_non_null(strstr(err.msg, why)); /* the reason, as CUDA gave it */
-#else
-        assert_non_null(strstr(err.msg, "without CUDA"));
-#endif
+        if (heat_backend_has_gpu_build())
+            assert_non_null(strstr(err.msg, why)); /* the reason, as CUDA gave it */
+        else
+            assert_non_null(strstr(err.msg, "without CUDA"));
     }
     heat_backend_destroy(b);
 }
@@ -103,11 +89,11 @@ static void test_auto_backend(void **state)
         assert_int_equal(len, 0);
     } else {
         assert_int_equal(strncmp(d, "cpu", 3), 0);
-#ifdef HEAT_HAVE_CUDA
-        /* The fallback is said, with the reason. */
-        assert_non_null(strstr(text, "running on the CPU"));
-        assert_non_null(strstr(text, why));
-#endif
+        if (heat_backend_has_gpu_build()) {
+            /* The fallback is said, with the reason. */
+            assert_non_null(strstr(text, "running on the CPU"));
+            assert_non_null(strstr(text, why));
+        }
     }
     free(text);
     heat_backend_destroy(b);

@@ -21,7 +21,7 @@
 #include "backend.h"
 #include "deck.h"
 #include "initial.h"
-#include "stability.h"
+#include "heat_case.h"
 #include "test_util.h"
 
 /* ---- building cases ---------------------------------------------------- */

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "deck.h"
-#include "stability.h"
+#include "heat_case.h"
 #include "test_util.h"
 
 /* ------------------------------------------------------------- the deck */

@@ -16,7 +16,7 @@
 #include "deck.h"
 #include "driver.h"
 #include "initial.h"
-#include "stability.h"
+#include "heat_case.h"
 #include "test_util.h"
 
 /* 3D by default; mixed faces so that every kind of node is exercised. */

@@ -36,13 +36,11 @@
 #include "driver.h"
 #include "h5file.h"
 #include "output.h"
-#include "stability.h"
+#include "heat_case.h"
 #include "test_util.h"
-#ifdef HEAT_HAVE_CUDA
-#include "cuda_backend.h"
-#endif
 
-static const char *const kernels[] = {"naive", "tiled", "sliced", "register_tiled"};
+/* The GPU kernels, from the one table of their names. */
+#define kernels heat_kernel_names
 
 /* The five ways an axis can be bounded: DD, DN, ND, NN, PP. */
 static const int axis_kinds[5][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}};
@@ -103,16 +101,12 @@ static void fill(void *f, int64_t n, size_t vs)
     }
 }
 
-/* Fills the next time level of a CUDA backend with NaN (see
- * heat_cuda_poison_next); nothing without CUDA in the build. */
+/* Fills the next time level of a CUDA backend with NaN (the backend's
+ * poison_next test hook). */
 static void poison_next(heat_backend *b)
 {
-#ifdef HEAT_HAVE_CUDA
     heat_error err;
-    if (heat_cuda_poison_next(b, &err)) fail_msg("poison: %s", err.msg);
-#else
-    (void)b;
-#endif
+    if (heat_backend_poison_next(b, &err)) fail_msg("poison: %s", err.msg);
 }
 
 /* Runs `steps` steps of `c` (residual on the last) from `field`; the final
@@ -220,12 +214,13 @@ static int check_variants(const int64_t n[3], const int types[6], int64_t steps,
     return failures;
 }
 
-/* Every kernel in `kmask` (bit k: kernels[k]), one step per pass. */
+/* Every kernel in `kmask` (bit k: kernels[k]; ALL_KERNELS), one step per pass. */
+#define ALL_KERNELS ((1u << HEAT_KERNEL_COUNT) - 1)
 static int check_all(const int64_t n[3], const int types[6], int64_t steps, unsigned kmask)
 {
-    gpu_variant v[4];
+    gpu_variant v[HEAT_KERNEL_COUNT];
     int nv = 0;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < HEAT_KERNEL_COUNT; k++)
         if (kmask & (1u << k)) v[nv++] = (gpu_variant){kernels[k], 1};
     return check_variants(n, types, steps, v, nv);
 }
@@ -245,12 +240,12 @@ static void test_every_face_combination(void **state)
                 for (int z = 0; z < 5; z++) {
                     const int t[6] = {axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0],
                                       axis_kinds[b][1], axis_kinds[z][0], axis_kinds[z][1]};
-                    failures += check_all(sizes3[s], t, 50, 0xf);
+                    failures += check_all(sizes3[s], t, 50, ALL_KERNELS);
                     runs++;
                 }
                 const int t2[6] = {
                     axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
-                failures += check_all(sizes2[s], t2, 50, 0xf);
+                failures += check_all(sizes2[s], t2, 50, ALL_KERNELS);
                 runs++;
             }
     print_message("%d face combinations x 4 kernels x 2 precisions, %d failures\n", runs, failures);
@@ -267,7 +262,7 @@ static void test_awkward_sizes(void **state)
         {0, 0, 0, 0, 0, 0}, {2, 2, 2, 2, 2, 2}, {1, 1, 1, 1, 1, 1}, {0, 1, 2, 2, 1, 0}};
     int failures = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-        for (int m = 0; m < 4; m++) failures += check_all(sizes[s], mixes[m], 50, 0xf);
+        for (int m = 0; m < 4; m++) failures += check_all(sizes[s], mixes[m], 50, ALL_KERNELS);
     assert_int_equal(failures, 0);
 }
 
@@ -289,58 +284,8 @@ static void test_more_than_2_31_points(void **state)
     }
     heat_backend_destroy(b);
     /* register_tiled (the 16-byte path) and naive; 2 steps each. */
-    assert_int_equal(check_all(n, t, 2, 0x9), 0);
-}
-
-/* An overlapped download holds the field of the step it was started at,
- * although the run goes on meanwhile, with and without the device-side
- * staging copy. */
-static void test_overlapped_download(void **state)
-{
-    (void)state;
-    const int64_t n[3] = {100, 37, 21};
-    const int t[6] = {1, 0, 2, 2, 0, 1};
-    const double g[6] = {0.3, 0, 0, 0, 0, -0.7};
-    for (int staging = 1; staging >= 0; staging--) {
-        setenv("HEAT_CUDA_NO_STAGING", staging ? "0" : "1", 1);
-        heat_case cg, cc;
-        make_case(&cg, n, t, "double", "cuda", "register_tiled", 1, g);
-        make_case(&cc, n, t, "double", "cpu", "register_tiled", 1, g);
-        const size_t bytes = (size_t)cg.d.points * sizeof(double);
-        double *f = malloc(bytes), *want5 = malloc(bytes), *want12 = malloc(bytes);
-        double *got12 = malloc(bytes);
-        assert_non_null(f);
-        assert_non_null(want5);
-        assert_non_null(want12);
-        assert_non_null(got12);
-        fill(f, cg.d.points, 8);
-        run_backend(&cc, f, 5, want5, NULL, 0);
-        run_backend(&cc, f, 12, want12, NULL, 0);
-
-        heat_backend *b = NULL;
-        heat_error err;
-        assert_int_equal(heat_backend_create(&cg, NULL, &b, &err), HEAT_OK);
-        double *host = heat_backend_host_alloc(b, bytes);
-        assert_non_null(host);
-        memset(host, 0, bytes);
-        assert_int_equal(heat_backend_upload(b, f, &err), HEAT_OK);
-        assert_int_equal(heat_backend_advance(b, 5, NULL, &err), HEAT_OK);
-        assert_int_equal(heat_backend_download_start(b, host, &err), HEAT_OK);
-        assert_int_equal(heat_backend_advance(b, 1, NULL, &err), HEAT_OK);
-        assert_int_equal(heat_backend_advance(b, 6, NULL, &err), HEAT_OK);
-        assert_int_equal(heat_backend_download_wait(b, &err), HEAT_OK);
-        assert_int_equal(heat_backend_download(b, got12, &err), HEAT_OK);
-        assert_true(
-            compare(&cg, want5, host, staging ? "download at 5 (staging)" : "download at 5"));
-        assert_true(compare(&cg, want12, got12, "field at 12"));
-        heat_backend_host_free(b, host);
-        heat_backend_destroy(b);
-        free(f);
-        free(want5);
-        free(want12);
-        free(got12);
-    }
-    unsetenv("HEAT_CUDA_NO_STAGING");
+    assert_int_equal(check_all(n, t, 2, 1u << HEAT_KERNEL_REGISTER_TILED | 1u << HEAT_KERNEL_NAIVE),
+                     0);
 }
 
 /* A non-finite field is reported through the residual, as on the CPU. */
@@ -350,7 +295,7 @@ static void test_nan_reaches_the_residual(void **state)
     const int64_t n[3] = {40, 20, 10};
     const int t[6] = {1, 1, 2, 2, 0, 0};
     const double g[6] = {0};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < HEAT_KERNEL_COUNT; k++) {
         heat_case c;
         make_case(&c, n, t, "double", "cuda", kernels[k], 1, g);
         double *f = malloc((size_t)c.d.points * sizeof *f), *out = malloc((size_t)c.d.points * 8);
@@ -868,21 +813,15 @@ static void test_temporal_through_the_driver(void **state)
 
 int main(void)
 {
-#ifdef HEAT_HAVE_CUDA
     char why[512];
-    if (!heat_cuda_usable(why, sizeof why)) {
+    if (!heat_backend_gpu_usable(why, sizeof why)) {
         printf("test_gpu: skipped: %s\n", why);
         return 77;
     }
-#else
-    printf("test_gpu: skipped: this heat was built without CUDA\n");
-    return 77;
-#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_face_combination),
         cmocka_unit_test(test_awkward_sizes),
         cmocka_unit_test(test_nan_reaches_the_residual),
-        cmocka_unit_test(test_overlapped_download),
         cmocka_unit_test(test_out_of_memory_message),
         cmocka_unit_test(test_temporal_every_face_combination),
         cmocka_unit_test(test_temporal_awkward_sizes),

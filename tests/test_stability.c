@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "deck.h"
-#include "stability.h"
+#include "heat_case.h"
 #include "test_util.h"
 
 /* A validated-looking case built by hand: all faces Dirichlet, no stop

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "deck.h"
 #include "h5file.h"
 
 void test_remove_tree(const char *path)
@@ -176,4 +177,19 @@ void *test_read_field(const char *path, heat_file_meta *m)
     if (heat_file_read_field(path, m, m->precision, f, &err) != HEAT_OK)
         fail_msg("read_field: %s", err.msg);
     return f;
+}
+
+void test_load_case_text(const char *deck, const char *origin, const test_sets *s, heat_case *c,
+                         char **text)
+{
+    heat_error err;
+    int rc =
+        heat_deck_load_string(deck, origin, s ? s->ptr : NULL, s ? s->n : 0, c, text, NULL, &err);
+    if (!rc) rc = heat_case_derive(c, &err);
+    if (rc) fail_msg("%s", err.msg);
+}
+
+void test_load_case(const char *deck, const char *origin, const test_sets *s, heat_case *c)
+{
+    test_load_case_text(deck, origin, s, c, NULL);
 }

@@ -51,6 +51,16 @@ typedef struct test_sets {
 /* Appends a printf-formatted "key=value"; asserts there is room. */
 void test_sets_add(test_sets *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Loads deck text (origin names it in messages) with the overrides of `s`
+ * (may be NULL) and derives the case; fails the test with the deck's
+ * message when it is refused. */
+struct heat_case;
+void test_load_case(const char *deck, const char *origin, const test_sets *s, struct heat_case *c);
+
+/* As test_load_case, also returning the canonical text (caller frees). */
+void test_load_case_text(const char *deck, const char *origin, const test_sets *s,
+                         struct heat_case *c, char **text);
+
 /* Deterministic uniform random numbers in [lo, hi) from a 64-bit state. */
 double test_uniform(uint64_t *state, double lo, double hi);
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -31,7 +32,8 @@
 #undef SFX
 
 typedef struct cpu_state {
-    void *u, *v; /* current and next time level */
+    void *u, *v;   /* current and next time level */
+    void *scratch; /* bench only: the copy's target */
     size_t bytes;
 } cpu_state;
 
@@ -95,13 +97,83 @@ static void cpu_destroy(heat_backend *b)
     if (s) {
         free(s->u);
         free(s->v);
+        free(s->scratch);
         free(s);
     }
     free(b);
 }
 
-static const heat_backend_ops cpu_ops = {cpu_upload, cpu_advance, cpu_download, cpu_destroy,
-                                         NULL,       NULL,        NULL,         NULL};
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds for one parallel copy of `bytes` bytes, in static chunks per thread
+ * as the sweep divides its rows. */
+static double time_copy(void *dst, const void *src, size_t bytes)
+{
+    double t0 = seconds();
+#pragma omp parallel
+    {
+        int nt = 1, id = 0;
+#ifdef _OPENMP
+        nt = omp_get_num_threads();
+        id = omp_get_thread_num();
+#endif
+        size_t chunk = (bytes / (size_t)nt + 63) / 64 * 64;
+        size_t lo = (size_t)id * chunk;
+        if (lo < bytes) {
+            size_t len = lo + chunk > bytes ? bytes - lo : chunk;
+            memcpy((char *)dst + lo, (const char *)src + lo, len);
+        }
+    }
+    return seconds() - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The bench_time operation (backend.h): a parallel memcpy and the steps,
+ * alternating, each timed on the wall clock around complete calls (this
+ * backend is synchronous). */
+static int cpu_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
+                          heat_error *err)
+{
+    cpu_state *s = b->impl;
+    if (!s->scratch && !(s->scratch = malloc(s->bytes)))
+        return heat_error_set(err, HEAT_ERUNTIME, "heat bench: cannot allocate the copy's %.3g GB",
+                              (double)s->bytes / 1e9);
+    double *tc = malloc(sizeof *tc * (size_t)runs), *ts = malloc(sizeof *ts * (size_t)runs);
+    int rc = !tc || !ts ? heat_error_set(err, HEAT_ERUNTIME, "out of memory") : HEAT_OK;
+    if (!rc) time_copy(s->scratch, s->u, s->bytes); /* warm-up */
+    for (int r = 0; r < runs && !rc; r++) {
+        tc[r] = time_copy(s->scratch, s->u, s->bytes);
+        double t0 = seconds();
+        rc = cpu_advance(b, steps, NULL, err);
+        ts[r] = seconds() - t0;
+    }
+    if (!rc) {
+        *copy_ms = 1e3 * median(tc, runs);
+        *steps_ms = 1e3 * median(ts, runs);
+    }
+    free(tc);
+    free(ts);
+    return rc;
+}
+
+static const heat_backend_ops cpu_ops = {cpu_upload, cpu_advance, cpu_download,   cpu_destroy,
+                                         NULL,       NULL,        cpu_bench_time, NULL};
 
 int heat_cpu_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
 {

@@ -40,16 +40,6 @@ typedef struct cuda_state {
     unsigned long long *h_resid; /* pinned host copy */
     cudaStream_t stream;
     cudaEvent_t ev[4];
-    /* Overlapped downloads: the field is snapshotted into `staging` on the
-     * compute stream (a device-to-device copy, tens of microseconds) and
-     * copied to the host on `copy_stream` while the steps go on. Without room
-     * for `staging`, the copy reads the time level itself and the compute
-     * stream waits for it before a step overwrites that level. */
-    cudaStream_t copy_stream;
-    cudaEvent_t ev_snap, ev_done;
-    void *staging;
-    int staging_tried, copy_pending;
-    const void *copy_source; /* the level being read (no staging), else NULL */
     size_t bytes;
     int three_d;
     heat_kernel kernel;
@@ -148,11 +138,6 @@ static cudaError_t launch(heat_kernel k, const heat_stencil_args<T> &a, bool d3,
 static cudaError_t sweep(cuda_state *s, bool resid, int depth)
 {
     cudaError_t e;
-    if (s->copy_source == s->v) {
-        /* A download still reads the level this step overwrites. */
-        if ((e = cudaStreamWaitEvent(s->stream, s->ev_done, 0)) != cudaSuccess) return e;
-        s->copy_source = NULL;
-    }
     if (s->af.nx) {
         heat_stencil_args<float> a = s->af;
         a.u = (const float *)s->u;
@@ -170,13 +155,9 @@ static cudaError_t sweep(cuda_state *s, bool resid, int depth)
     return e;
 }
 
-static int cuda_download_wait(heat_backend *b, heat_error *err);
-
 static int cuda_upload(heat_backend *b, const void *host, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    int rc;
-    if ((rc = cuda_download_wait(b, err))) return rc;
     /* Both levels: Dirichlet nodes are never written by a sweep. */
     HEAT_CUDA_CHECK(cudaMemcpy(s->u, host, s->bytes, cudaMemcpyHostToDevice));
     HEAT_CUDA_CHECK(cudaMemcpy(s->v, s->u, s->bytes, cudaMemcpyDeviceToDevice));
@@ -186,56 +167,8 @@ static int cuda_upload(heat_backend *b, const void *host, heat_error *err)
 static int cuda_download(heat_backend *b, void *host, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    int rc;
-    if ((rc = cuda_download_wait(b, err))) return rc;
     HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
     HEAT_CUDA_CHECK(cudaMemcpy(host, s->u, s->bytes, cudaMemcpyDeviceToHost));
-    return HEAT_OK;
-}
-
-static int cuda_download_wait(heat_backend *b, heat_error *err)
-{
-    cuda_state *s = (cuda_state *)b->impl;
-    if (!s->copy_pending) return HEAT_OK;
-    s->copy_pending = 0;
-    s->copy_source = NULL;
-    HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev_done));
-    return HEAT_OK;
-}
-
-static int cuda_download_start(heat_backend *b, void *host, heat_error *err)
-{
-    cuda_state *s = (cuda_state *)b->impl;
-    int rc;
-    if ((rc = cuda_download_wait(b, err))) return rc;
-    if (!s->staging_tried) {
-        s->staging_tried = 1;
-        size_t free_b = 0, total_b = 0;
-        /* Only with room to spare: the field itself comes first.
-         * HEAT_CUDA_NO_STAGING=1 takes the other path (for tests). */
-        const char *no = getenv("HEAT_CUDA_NO_STAGING");
-        if (!(no && *no == '1') && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
-            free_b > s->bytes + (256u << 20) && cudaMalloc(&s->staging, s->bytes) != cudaSuccess) {
-            s->staging = NULL;
-            cudaGetLastError();
-        }
-        HEAT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->copy_stream, cudaStreamNonBlocking));
-        HEAT_CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_snap, cudaEventDisableTiming));
-        HEAT_CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_done, cudaEventDisableTiming));
-    }
-    const void *src = s->u;
-    if (s->staging) {
-        HEAT_CUDA_CHECK(
-            cudaMemcpyAsync(s->staging, s->u, s->bytes, cudaMemcpyDeviceToDevice, s->stream));
-        src = s->staging;
-    } else {
-        s->copy_source = s->u;
-    }
-    HEAT_CUDA_CHECK(cudaEventRecord(s->ev_snap, s->stream));
-    HEAT_CUDA_CHECK(cudaStreamWaitEvent(s->copy_stream, s->ev_snap, 0));
-    HEAT_CUDA_CHECK(cudaMemcpyAsync(host, src, s->bytes, cudaMemcpyDeviceToHost, s->copy_stream));
-    HEAT_CUDA_CHECK(cudaEventRecord(s->ev_done, s->copy_stream));
-    s->copy_pending = 1;
     return HEAT_OK;
 }
 
@@ -297,11 +230,6 @@ static void cuda_destroy(heat_backend *b)
         cudaFree(s->u);
         cudaFree(s->v);
         cudaFree(s->scratch);
-        if (s->copy_pending) cudaEventSynchronize(s->ev_done);
-        cudaFree(s->staging);
-        if (s->ev_snap) cudaEventDestroy(s->ev_snap);
-        if (s->ev_done) cudaEventDestroy(s->ev_done);
-        if (s->copy_stream) cudaStreamDestroy(s->copy_stream);
         cudaFree(s->d_resid);
         cudaFreeHost(s->h_resid);
         for (int i = 0; i < 4; i++)
@@ -312,9 +240,13 @@ static void cuda_destroy(heat_backend *b)
     free(b);
 }
 
-static const heat_backend_ops cuda_ops = {cuda_upload,     cuda_advance,        cuda_download,
-                                          cuda_destroy,    cuda_download_start, cuda_download_wait,
-                                          cuda_host_alloc, cuda_host_free};
+static int cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
+                           heat_error *err);
+static int cuda_poison_next(heat_backend *b, heat_error *err);
+
+static const heat_backend_ops cuda_ops = {cuda_upload,     cuda_advance,    cuda_download,
+                                          cuda_destroy,    cuda_host_alloc, cuda_host_free,
+                                          cuda_bench_time, cuda_poison_next};
 
 /* A kernel of each family, to ask whether this binary has code for the GPU. */
 __global__ void heat_cuda_probe_kernel(int *p)
@@ -451,11 +383,6 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     return HEAT_OK;
 }
 
-extern "C" const char *heat_cuda_device_name(const heat_backend *b)
-{
-    return ((const cuda_state *)b->impl)->device;
-}
-
 extern "C" void heat_cuda_current_device(char *buf, size_t n)
 {
     int dev = 0;
@@ -467,8 +394,10 @@ extern "C" void heat_cuda_current_device(char *buf, size_t n)
         cudaGetLastError();
 }
 
-extern "C" int heat_cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms,
-                                    double *steps_ms, heat_error *err)
+/* The bench_time operation (backend.h): copies and passes timed with CUDA
+ * events. */
+static int cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
+                           heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
     if (!s->scratch) {
@@ -531,7 +460,8 @@ template <typename T> __global__ void poison_kernel(heat_stencil_args<T> a, T *f
     }
 }
 
-extern "C" int heat_cuda_poison_next(heat_backend *b, heat_error *err)
+/* The poison_next test hook (backend.h). */
+static int cuda_poison_next(heat_backend *b, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
     if (s->af.nx)

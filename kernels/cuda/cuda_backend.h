@@ -1,7 +1,5 @@
-/* The CUDA backend's C interface: what backend.c, `heat bench` and the GPU
- * tests call. The kernels themselves are reached only through the backend's
- * ops (kernels/backend_impl.h).
- */
+/* The CUDA backend's C interface, for the dispatch in kernels/backend.c
+ * only: everything else reaches the backend through kernels/backend.h. */
 #ifndef HEAT_CUDA_BACKEND_H
 #define HEAT_CUDA_BACKEND_H
 
@@ -20,27 +18,12 @@ int heat_cuda_usable(char *why, size_t n);
 
 /* Creates the CUDA backend for `c` with its solver.kernel. HEAT_ERUNTIME when
  * no GPU is usable (with the reason) or when the two time levels do not fit
- * in the GPU's free memory (naming the bytes needed and available). */
+ * in the GPU's free memory (naming the bytes needed and available). Its
+ * table offers the bench_time and poison_next operations. */
 int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error *err);
-
-/* The name of the GPU the backend runs on. */
-const char *heat_cuda_device_name(const heat_backend *b);
 
 /* The name of the current CUDA device into buf[n] ("" when there is none). */
 void heat_cuda_current_device(char *buf, size_t n);
-
-/* For `heat bench`: `runs` pairs of (a device-to-device copy of one field, then
- * `steps` steps, in passes of solver.temporal_block fused steps), each
- * timed with CUDA events; returns the medians in
- * milliseconds. The copy goes to a scratch buffer, so the field is untouched
- * apart from the sweeps. */
-int heat_cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
-                         heat_error *err);
-
-/* For tests: fills every node of the next time level that a sweep must write
- * (all but the Dirichlet faces) with NaN, so that a point the kernel skips
- * shows up in the result. */
-int heat_cuda_poison_next(heat_backend *b, heat_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,5 @@
+/* The dispatch of the backend seam (backend.h): creation by solver.backend,
+ * then every call through the backend's table of operations. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,14 +10,14 @@
 #endif
 
 /* Says once, on `notices`, that solver.temporal_block > 1 is not used as fused
- * steps by `who` (the CPU backend, or a CUDA kernel other than register_tiled). */
+ * steps by `who` (the CPU backend, or a CUDA kernel that does not fuse). */
 static void notice_unfused(const heat_case *c, const char *who, FILE *notices)
 {
     if (notices && c->solver.temporal_block > 1)
         fprintf(notices,
                 "notice: solver.temporal_block = %d: %s runs the steps one at a time (only the "
-                "register_tiled GPU kernel fuses steps); results are the same\n",
-                c->solver.temporal_block, who);
+                "%s GPU kernel fuses steps); results are the same\n",
+                c->solver.temporal_block, who, heat_kernel_name(HEAT_KERNEL_FUSING));
 }
 
 static int create_cpu(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
@@ -29,7 +31,7 @@ static int create_cpu(const heat_case *c, FILE *notices, heat_backend **out, hea
 static int create_cuda(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
 {
     int rc = heat_cuda_backend_create(c, out, err);
-    if (rc == HEAT_OK && c->solver.kernel != HEAT_KERNEL_REGISTER_TILED) {
+    if (rc == HEAT_OK && c->solver.kernel != HEAT_KERNEL_FUSING) {
         char who[64];
         snprintf(who, sizeof who, "the cuda kernel %s", heat_kernel_name(c->solver.kernel));
         notice_unfused(c, who, notices);
@@ -79,17 +81,6 @@ int heat_backend_download(heat_backend *b, void *host_field, heat_error *err)
     return b->ops->download(b, host_field, err);
 }
 
-int heat_backend_download_start(heat_backend *b, void *host_field, heat_error *err)
-{
-    if (b->ops->download_start) return b->ops->download_start(b, host_field, err);
-    return b->ops->download(b, host_field, err);
-}
-
-int heat_backend_download_wait(heat_backend *b, heat_error *err)
-{
-    return b->ops->download_wait ? b->ops->download_wait(b, err) : HEAT_OK;
-}
-
 void *heat_backend_host_alloc(heat_backend *b, size_t bytes)
 {
     return b->ops->host_alloc ? b->ops->host_alloc(b, bytes) : malloc(bytes);
@@ -120,4 +111,51 @@ const char *heat_backend_builtin(void)
 #else
     return "cpu (OpenMP)";
 #endif
+}
+
+int heat_backend_has_gpu_build(void)
+{
+#ifdef HEAT_HAVE_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int heat_backend_gpu_usable(char *why, size_t n)
+{
+#ifdef HEAT_HAVE_CUDA
+    return heat_cuda_usable(why, n);
+#else
+    snprintf(why, n, "this heat was built without CUDA");
+    return 0;
+#endif
+}
+
+void heat_backend_gpu_name(char *buf, size_t n)
+{
+    if (n) buf[0] = '\0';
+#ifdef HEAT_HAVE_CUDA
+    heat_cuda_current_device(buf, n);
+#endif
+}
+
+/* An optional operation the backend does not offer. */
+static int not_offered(const heat_backend *b, const char *what, heat_error *err)
+{
+    return heat_error_set(err, HEAT_EINPUT, "%s: the backend %s does not offer %s", what,
+                          b->description, what);
+}
+
+int heat_backend_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
+                            heat_error *err)
+{
+    if (!b->ops->bench_time) return not_offered(b, "bench timing", err);
+    return b->ops->bench_time(b, steps, runs, copy_ms, steps_ms, err);
+}
+
+int heat_backend_poison_next(heat_backend *b, heat_error *err)
+{
+    if (!b->ops->poison_next) return not_offered(b, "poisoning the next time level", err);
+    return b->ops->poison_next(b, err);
 }

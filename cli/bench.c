@@ -17,8 +17,6 @@
  * GLUP/s counts point updates per time step; effective GB/s counts one read
  * and one write per point per time step, 2 * sizeof(value) bytes per update.
  */
-#include "bench.h"
-
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -31,13 +29,9 @@
 #endif
 
 #include "backend.h"
-#include "backend_impl.h"
+#include "cli.h"
 #include "deck.h"
-#ifdef HEAT_HAVE_CUDA
-#include "cuda_backend.h"
-#endif
 #include "progress.h"
-#include "stability.h"
 
 #define MAX_SIZES 16
 
@@ -91,40 +85,6 @@ typedef struct bench_row {
     double ms_per_step, glups, gbps, copy_gbps, percent;
     char check[32]; /* "exact", a relative difference, or "-" (the reference itself) */
 } bench_row;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Seconds for one parallel copy of `bytes` bytes, in static chunks per thread
- * as the sweep divides its rows. */
-static double time_copy(void *dst, const void *src, size_t bytes)
-{
-    double t0 = heat_wall_seconds();
-#pragma omp parallel
-    {
-        int nt = 1, id = 0;
-#ifdef _OPENMP
-        nt = omp_get_num_threads();
-        id = omp_get_thread_num();
-#endif
-        size_t chunk = (bytes / (size_t)nt + 63) / 64 * 64;
-        size_t lo = (size_t)id * chunk;
-        if (lo < bytes) {
-            size_t len = lo + chunk > bytes ? bytes - lo : chunk;
-            memcpy((char *)dst + lo, (const char *)src + lo, len);
-        }
-    }
-    return heat_wall_seconds() - t0;
-}
 
 static int parse_size(const char *s, int64_t n[3])
 {
@@ -207,13 +167,10 @@ static int check_against_cpu(const heat_case *c, heat_backend *be, const void *f
     return rc;
 }
 
-/* One row: a backend's kernel at this size and precision, fusing k steps per
- * pass (solver.temporal_block = k). */
-static int bench_one(const int64_t n[3], const char *precision, const char *backend,
-                     const char *kernel, int k, int runs, int steps_opt, bench_row *row,
-                     heat_error *err)
+/* The deck of a bench row: all-Dirichlet faces, k = solver.temporal_block. */
+static int bench_case(const int64_t n[3], const char *precision, const char *backend,
+                      const char *kernel, int k, heat_case *c, heat_error *err)
 {
-    const int gpu = strcmp(backend, "cuda") == 0;
     char deck[1024];
     snprintf(deck, sizeof deck,
              "grid = { points = [%lld, %lld, %lld]; length = [1.0, 1.0, 1.0]; };\n"
@@ -230,21 +187,30 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
              "};\n"
              "solver = { backend = \"%s\"; precision = \"%s\"; kernel = \"%s\"; "
              "temporal_block = %d; };\n",
-             (long long)n[0], (long long)n[1], (long long)n[2], backend, precision,
-             gpu ? kernel : "register_tiled", k);
+             (long long)n[0], (long long)n[1], (long long)n[2], backend, precision, kernel, k);
+    int rc = heat_deck_load_string(deck, "bench", NULL, 0, c, NULL, NULL, err);
+    return rc ? rc : heat_case_derive(c, err);
+}
+
+/* One row: a backend's kernel at this size and precision, fusing k steps per
+ * pass (solver.temporal_block = k). */
+static int bench_one(const int64_t n[3], const char *precision, const char *backend,
+                     const char *kernel, int k, int runs, int steps_opt, bench_row *row,
+                     heat_error *err)
+{
+    const int gpu = strcmp(backend, "cuda") == 0;
     heat_case c;
-    int rc = heat_deck_load_string(deck, "bench", NULL, 0, &c, NULL, NULL, err);
-    if (!rc) rc = heat_case_derive(&c, err);
+    int rc = bench_case(n, precision, backend, gpu ? kernel : heat_kernel_name(HEAT_KERNEL_FUSING),
+                        k, &c, err);
     if (rc) return rc;
 
     memset(row, 0, sizeof *row);
     snprintf(row->check, sizeof row->check, "-");
     const size_t vs = heat_case_value_size(&c), bytes = (size_t)c.d.points * vs;
-    void *a = malloc(bytes), *b = gpu ? NULL : malloc(bytes);
-    double *t = malloc(sizeof *t * (size_t)runs), *tc = malloc(sizeof *tc * (size_t)runs);
+    void *a = malloc(bytes);
     heat_backend *be = NULL;
-    if (!a || (!gpu && !b) || !t || !tc) {
-        rc = heat_error_set(err, HEAT_ERUNTIME, "cannot allocate 2 x %.3g GB", (double)bytes / 1e9);
+    if (!a) {
+        rc = heat_error_set(err, HEAT_ERUNTIME, "cannot allocate %.3g GB", (double)bytes / 1e9);
         goto out;
     }
     fill_random(a, c.d.points, vs, 0x5eed);
@@ -258,27 +224,9 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     int steps =
         steps_opt > 0 ? steps_opt : (int)fmax(1.0, fmin(1000.0, (gpu ? 0.02 : 0.05) / per_step));
     steps = (steps + k - 1) / k * k;
-    double step_s = 0, copy_s = 0;
-    if (gpu) {
-#ifdef HEAT_HAVE_CUDA
-        double ms_copy = 0, ms_steps = 0;
-        if ((rc = heat_cuda_bench_time(be, steps, runs, &ms_copy, &ms_steps, err))) goto out;
-        step_s = ms_steps / 1e3 / steps;
-        copy_s = ms_copy / 1e3;
-#endif
-    } else {
-        memcpy(b, a, bytes);
-        time_copy(b, a, bytes); /* warm-up */
-        for (int r = 0; r < runs && !rc; r++) {
-            tc[r] = time_copy(b, a, bytes);
-            t0 = heat_wall_seconds();
-            rc = heat_backend_advance(be, steps, NULL, err);
-            t[r] = heat_wall_seconds() - t0;
-        }
-        if (rc) goto out;
-        step_s = median(t, runs) / steps;
-        copy_s = median(tc, runs);
-    }
+    double ms_copy = 0, ms_steps = 0;
+    if ((rc = heat_backend_bench_time(be, steps, runs, &ms_copy, &ms_steps, err))) goto out;
+    const double step_s = ms_steps / 1e3 / steps, copy_s = ms_copy / 1e3;
     snprintf(row->backend, sizeof row->backend, "%s", backend);
     snprintf(row->kernel, sizeof row->kernel, "%s", gpu ? kernel : "openmp");
     snprintf(row->precision, sizeof row->precision, "%s", precision);
@@ -292,11 +240,8 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     row->copy_gbps = 2.0 * (double)bytes / copy_s / 1e9;
     row->percent = 100.0 * row->gbps / row->copy_gbps;
 out:
-    free(t);
-    free(tc);
     heat_backend_destroy(be);
     free(a);
-    free(b);
     return rc;
 }
 
@@ -319,8 +264,6 @@ static void cpu_name(char *buf, size_t n)
     fclose(f);
 }
 
-/* In the order of heat_kernel, so that an index is the kernel's enum value. */
-static const char *const gpu_kernels[] = {"naive", "tiled", "sliced", "register_tiled"};
 _Static_assert(HEAT_TEMPORAL_BLOCK_MAX >= 8, "the default --temporal list goes up to 8");
 
 /* Parses --temporal's "K[,K...]" into ks[] (each from 1 to HEAT_TEMPORAL_BLOCK_MAX,
@@ -374,113 +317,162 @@ static void print_row(const bench_row *row, FILE *jf, int *first)
     }
 }
 
-int heat_bench_main(int argc, char **argv)
-{
+/* What `heat bench` was asked for. */
+typedef struct bench_opts {
     int64_t sizes[MAX_SIZES][3];
-    int nsizes = 0, runs = 20, steps = 0, want_f = 1, want_d = 1;
-    int want_cpu = -1, want_cuda = -1, kernel_mask = 0xf; /* -1: decided below */
-    /* The k of the register_tiled rows; every other kernel runs k = 1 only. */
-    int ks[HEAT_TEMPORAL_BLOCK_MAX] = {1, 2, 3, 4, 6, 8}, nk = 6;
-    const char *json = NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-            fputs(usage_bench, stdout);
-            return 0;
-        } else if (!strcmp(s, "--size") && v) {
-            if (nsizes == MAX_SIZES || parse_size(v, sizes[nsizes])) {
-                fprintf(stderr,
-                        "heat bench: --size %s: expected NXxNYxNZ with each >= 3 "
-                        "(NZ = 1 for 2D), at most %d sizes\n",
-                        v, MAX_SIZES);
-                return 2;
-            }
-            nsizes++, i++;
-        } else if (!strcmp(s, "--precision") && v) {
-            want_f = !strcmp(v, "float") || !strcmp(v, "both");
-            want_d = !strcmp(v, "double") || !strcmp(v, "both");
-            if (!want_f && !want_d) {
-                fprintf(stderr, "heat bench: --precision %s: expected float, double or both\n", v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(s, "--backend") && v) {
-            want_cpu = !strcmp(v, "cpu") || !strcmp(v, "all");
-            want_cuda = !strcmp(v, "cuda") || !strcmp(v, "all");
-            if (!want_cpu && !want_cuda) {
-                fprintf(stderr, "heat bench: --backend %s: expected cpu, cuda or all\n", v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(s, "--kernel") && v) {
-            kernel_mask = !strcmp(v, "all") ? 0xf : 0;
-            for (int k = 0; k < 4; k++)
-                if (!strcmp(v, gpu_kernels[k])) kernel_mask = 1 << k;
-            if (!kernel_mask) {
-                fprintf(stderr,
-                        "heat bench: --kernel %s: expected naive, tiled, sliced, register_tiled "
-                        "or all\n",
-                        v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(s, "--temporal") && v) {
-            char bad[40];
-            if (parse_temporal(v, ks, &nk, bad, sizeof bad)) {
-                const int part = bad[0] && strcmp(bad, v) != 0; /* name the bad one in a list */
-                fprintf(stderr,
-                        "heat bench: --temporal %s: %s%sexpected integers from 1 to %d separated "
-                        "by commas (time steps fused per pass by the register_tiled kernel)\n",
-                        v, part ? bad : "", part ? ": " : "", HEAT_TEMPORAL_BLOCK_MAX);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(s, "--runs") && v) {
-            runs = atoi(v), i++;
-            if (runs < 3 || runs > 100000) {
-                fprintf(stderr, "heat bench: --runs %s: expected an integer from 3 to 100000\n", v);
-                return 2;
-            }
-        } else if (!strcmp(s, "--steps") && v) {
-            char *end;
-            errno = 0;
-            long n = strtol(v, &end, 10);
-            i++;
-            if (end == v || *end || errno || n < 1 || n > 1000000000) {
-                fprintf(stderr,
-                        "heat bench: --steps %s: expected an integer from 1 to 1000000000\n", v);
-                return 2;
-            }
-            steps = (int)n;
-        } else if (!strcmp(s, "--json") && v) {
-            json = v, i++;
-        } else {
-            fprintf(stderr, "heat bench: unknown or incomplete option %s (see heat bench --help)\n",
-                    s);
-            return 2;
+    int nsizes, runs, steps, want_f, want_d;
+    int want_cpu, want_cuda;             /* -1: decided by whether a GPU is usable */
+    unsigned kernel_mask;                /* bit k: heat_kernel k */
+    int ks[HEAT_TEMPORAL_BLOCK_MAX], nk; /* the k of the fusing kernel's rows */
+    const char *json;
+} bench_opts;
+
+/* An integer option from lo to hi, or -1 after saying what is allowed. */
+static long bench_int(const char *opt, const char *v, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < lo || n > hi) {
+        fprintf(stderr, "heat bench: %s %s: expected an integer from %ld to %ld\n", opt, v, lo, hi);
+        return -1;
+    }
+    return n;
+}
+
+/* Parses one option with its value `v` (may be NULL); returns the number of
+ * arguments used (1 or 2), 0 after --help, or -1 after saying what is wrong. */
+static int bench_option(bench_opts *o, const char *s, const char *v)
+{
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+        fputs(usage_bench, stdout);
+        return 0;
+    }
+    if (!v) goto unknown;
+    if (!strcmp(s, "--size")) {
+        if (o->nsizes == MAX_SIZES || parse_size(v, o->sizes[o->nsizes])) {
+            fprintf(stderr,
+                    "heat bench: --size %s: expected NXxNYxNZ with each >= 3 "
+                    "(NZ = 1 for 2D), at most %d sizes\n",
+                    v, MAX_SIZES);
+            return -1;
         }
+        o->nsizes++;
+    } else if (!strcmp(s, "--precision")) {
+        o->want_f = !strcmp(v, "float") || !strcmp(v, "both");
+        o->want_d = !strcmp(v, "double") || !strcmp(v, "both");
+        if (!o->want_f && !o->want_d) {
+            fprintf(stderr, "heat bench: --precision %s: expected float, double or both\n", v);
+            return -1;
+        }
+    } else if (!strcmp(s, "--backend")) {
+        o->want_cpu = !strcmp(v, "cpu") || !strcmp(v, "all");
+        o->want_cuda = !strcmp(v, "cuda") || !strcmp(v, "all");
+        if (!o->want_cpu && !o->want_cuda) {
+            fprintf(stderr, "heat bench: --backend %s: expected cpu, cuda or all\n", v);
+            return -1;
+        }
+    } else if (!strcmp(s, "--kernel")) {
+        int k = heat_name_index(heat_kernel_names, v);
+        o->kernel_mask = !strcmp(v, "all") ? (1u << HEAT_KERNEL_COUNT) - 1 : k >= 0 ? 1u << k : 0;
+        if (!o->kernel_mask) {
+            char list[128] = "";
+            for (int i = 0; i < HEAT_KERNEL_COUNT; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                         heat_kernel_names[i]);
+            fprintf(stderr, "heat bench: --kernel %s: expected %s or all\n", v, list);
+            return -1;
+        }
+    } else if (!strcmp(s, "--temporal")) {
+        char bad[40];
+        if (parse_temporal(v, o->ks, &o->nk, bad, sizeof bad)) {
+            const int part = bad[0] && strcmp(bad, v) != 0; /* name the bad one in a list */
+            fprintf(stderr,
+                    "heat bench: --temporal %s: %s%sexpected integers from 1 to %d separated "
+                    "by commas (time steps fused per pass by the %s kernel)\n",
+                    v, part ? bad : "", part ? ": " : "", HEAT_TEMPORAL_BLOCK_MAX,
+                    heat_kernel_name(HEAT_KERNEL_FUSING));
+            return -1;
+        }
+    } else if (!strcmp(s, "--runs")) {
+        if ((o->runs = (int)bench_int("--runs", v, 3, 100000)) < 0) return -1;
+    } else if (!strcmp(s, "--steps")) {
+        if ((o->steps = (int)bench_int("--steps", v, 1, 1000000000)) < 0) return -1;
+    } else if (!strcmp(s, "--json")) {
+        o->json = v;
+    } else {
+        goto unknown;
+    }
+    return 2;
+unknown:
+    fprintf(stderr, "heat bench: unknown or incomplete option %s (see heat bench --help)\n", s);
+    return -1;
+}
+
+/* Every row asked for, printed as it is measured. Returns the exit status. */
+static int bench_rows(const bench_opts *o, FILE *jf)
+{
+    int first = 1;
+    for (int s = 0; s < o->nsizes; s++) {
+        for (int p = 0; p < 2; p++) {
+            if ((p == 0 && !o->want_f) || (p == 1 && !o->want_d)) continue;
+            for (int kn = -1; kn < HEAT_KERNEL_COUNT; kn++) {
+                /* kn = -1: the CPU backend; 0...: the GPU kernels. */
+                if (kn < 0 ? !o->want_cpu : !o->want_cuda || !(o->kernel_mask & (1u << kn)))
+                    continue;
+                const int fuses = kn == HEAT_KERNEL_FUSING;
+                for (int t = 0; t < (fuses ? o->nk : 1); t++) {
+                    bench_row row;
+                    heat_error err;
+                    int rc =
+                        bench_one(o->sizes[s], p == 0 ? "float" : "double", kn < 0 ? "cpu" : "cuda",
+                                  kn < 0 ? "openmp" : heat_kernel_names[kn], fuses ? o->ks[t] : 1,
+                                  o->runs, o->steps, &row, &err);
+                    if (rc) {
+                        fprintf(stderr, "heat bench: %s\n", err.msg);
+                        return rc;
+                    }
+                    print_row(&row, jf, &first);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int heat_cmd_bench(int argc, char **argv)
+{
+    bench_opts o = {.runs = 20,
+                    .want_f = 1,
+                    .want_d = 1,
+                    .want_cpu = -1,
+                    .want_cuda = -1,
+                    .kernel_mask = (1u << HEAT_KERNEL_COUNT) - 1,
+                    .ks = {1, 2, 3, 4, 6, 8},
+                    .nk = 6};
+    for (int i = 0; i < argc;) {
+        int used = bench_option(&o, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+        if (used <= 0) return used < 0 ? 2 : 0;
+        i += used;
     }
 
     /* Which backends: a GPU where one is usable, unless told. */
-    char why[512] = "this heat was built without CUDA";
-    int gpu_ok = 0;
-#ifdef HEAT_HAVE_CUDA
-    gpu_ok = heat_cuda_usable(why, sizeof why);
-#endif
-    if (want_cpu < 0) want_cpu = !gpu_ok, want_cuda = gpu_ok;
-    if (want_cuda && !gpu_ok) {
+    char why[512];
+    int gpu_ok = heat_backend_gpu_usable(why, sizeof why);
+    if (o.want_cpu < 0) o.want_cpu = !gpu_ok, o.want_cuda = gpu_ok;
+    if (o.want_cuda && !gpu_ok) {
         fprintf(stderr, "heat bench: --backend cuda: %s\n", why);
         return 1;
     }
-    if (nsizes == 0) {
+    if (o.nsizes == 0) {
         int64_t cpu_def[2][3] = {{256, 256, 256}, {4096, 4096, 1}};
         int64_t gpu_def[2][3] = {{512, 512, 512}, {8192, 8192, 1}};
-        memcpy(sizes, want_cuda ? gpu_def : cpu_def, sizeof cpu_def);
-        nsizes = 2;
+        memcpy(o.sizes, o.want_cuda ? gpu_def : cpu_def, sizeof cpu_def);
+        o.nsizes = 2;
     }
     FILE *jf = NULL;
-    if (json && !(jf = fopen(json, "w"))) {
-        fprintf(stderr, "heat bench: cannot write %s: %s\n", json, strerror(errno));
+    if (o.json && !(jf = fopen(o.json, "w"))) {
+        fprintf(stderr, "heat bench: cannot write %s: %s\n", o.json, strerror(errno));
         return 1;
     }
     char machine[256], gpu_name[256] = "";
@@ -489,46 +481,21 @@ int heat_bench_main(int argc, char **argv)
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-#ifdef HEAT_HAVE_CUDA
-    if (want_cuda) heat_cuda_current_device(gpu_name, sizeof gpu_name);
-#endif
+    if (o.want_cuda) heat_backend_gpu_name(gpu_name, sizeof gpu_name);
     printf("heat bench: %s, %d OpenMP thread%s%s%s; median of %d runs\n", machine, threads,
-           threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, runs);
+           threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, o.runs);
     printf("%-8s %-15s %2s %-16s %-9s %10s %9s %9s %9s %8s %8s\n", "backend", "kernel", "k", "size",
            "precision", "ms/step", "GLUP/s", "GB/s", "copy GB/s", "% copy", "check");
     if (jf)
         fprintf(jf,
                 "{\n  \"cpu\": \"%s\",\n  \"threads\": %d,\n  \"device\": \"%s\",\n  \"runs\": "
                 "%d,\n  \"rows\": [",
-                machine, threads, gpu_name[0] ? gpu_name : machine, runs);
-    int first = 1, rc = 0;
-    for (int s = 0; s < nsizes && !rc; s++) {
-        for (int p = 0; p < 2 && !rc; p++) {
-            if ((p == 0 && !want_f) || (p == 1 && !want_d)) continue;
-            for (int kn = -1; kn < 4 && !rc; kn++) {
-                /* kn = -1: the CPU backend; 0..3: the GPU kernels. */
-                if (kn < 0 ? !want_cpu : !want_cuda || !(kernel_mask & (1 << kn))) continue;
-                const int fuses =
-                    kn == HEAT_KERNEL_REGISTER_TILED; /* the one kernel that fuses steps */
-                for (int t = 0; t < (fuses ? nk : 1) && !rc; t++) {
-                    bench_row row;
-                    heat_error err;
-                    if ((rc =
-                             bench_one(sizes[s], p == 0 ? "float" : "double",
-                                       kn < 0 ? "cpu" : "cuda", kn < 0 ? "openmp" : gpu_kernels[kn],
-                                       fuses ? ks[t] : 1, runs, steps, &row, &err))) {
-                        fprintf(stderr, "heat bench: %s\n", err.msg);
-                        break;
-                    }
-                    print_row(&row, jf, &first);
-                }
-            }
-        }
-    }
+                machine, threads, gpu_name[0] ? gpu_name : machine, o.runs);
+    int rc = bench_rows(&o, jf);
     if (jf) {
         fprintf(jf, "\n  ]\n}\n");
         if (fclose(jf) != 0 && !rc) {
-            fprintf(stderr, "heat bench: cannot write %s: %s\n", json, strerror(errno));
+            fprintf(stderr, "heat bench: cannot write %s: %s\n", o.json, strerror(errno));
             rc = 1;
         }
     }

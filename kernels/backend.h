@@ -1,10 +1,16 @@
 /* The backend seam: whatever owns the field on its device (the OpenMP CPU
- * backend, the CUDA backend) behind one interface. The driver sees only these
- * calls; a backend never reads the deck, only the validated, derived case.
+ * backend, the CUDA backend) behind one interface. The driver, `heat bench`
+ * and the tests see only these calls; a backend never reads the deck, only
+ * the validated, derived case.
+ *
+ * The seam has one home, kernels/: this public header, the private table of
+ * operations each backend fills (backend_impl.h) and the dispatch
+ * (backend.c). Nothing above kernels/ includes a backend's own header.
  */
 #ifndef HEAT_BACKEND_H
 #define HEAT_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -34,16 +40,6 @@ int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_
 /* Copies the current field to host memory of nx*ny*nz values. */
 int heat_backend_download(heat_backend *b, void *host_field, heat_error *err);
 
-/* The same copy, overlapped with the steps that follow: starts copying the
- * current field into `host_field` and returns; the field in host memory is
- * complete once heat_backend_download_wait() returns, and advance() may be
- * called in between. One copy at a time (starting a second waits for the
- * first). The CUDA backend snapshots the field on the device and copies it on
- * a second stream; the CPU backend copies at once. For the overlap the host
- * memory should come from heat_backend_host_alloc(). */
-int heat_backend_download_start(heat_backend *b, void *host_field, heat_error *err);
-int heat_backend_download_wait(heat_backend *b, heat_error *err);
-
 /* Host memory suited to downloads (page-locked for the CUDA backend, where
  * it can be had; else plain malloc), and its release. NULL when out of
  * memory. */
@@ -58,5 +54,33 @@ void heat_backend_destroy(heat_backend *b);
 
 /* The backends compiled into this program, for --version: "cpu" or "cpu, cuda". */
 const char *heat_backend_builtin(void);
+
+/* Whether this build has a GPU backend (known without looking for a GPU). */
+int heat_backend_has_gpu_build(void);
+
+/* Whether a GPU the CUDA backend can run on is present. When not, writes the
+ * reason ("this heat was built without CUDA", "no CUDA device found", the
+ * driver's message) into why[n] and returns 0. */
+int heat_backend_gpu_usable(char *why, size_t n);
+
+/* The name of the GPU the CUDA backend would use into buf[n] ("" when there
+ * is none or the build has no CUDA). */
+void heat_backend_gpu_name(char *buf, size_t n);
+
+/* ---- optional operations: measurement and tests --------------------------
+ * A backend may leave these out; then they return HEAT_EINPUT saying so. */
+
+/* For `heat bench`: `runs` pairs of (a copy of one field into scratch memory
+ * of the same size, then `steps` steps in passes of solver.temporal_block
+ * fused steps), each timed on the backend's own clock (CUDA events on the
+ * GPU, the wall clock around complete calls on the CPU); the medians in
+ * milliseconds. The field is untouched apart from the steps. */
+int heat_backend_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
+                            heat_error *err);
+
+/* For tests: fills every node of the next time level that a sweep must write
+ * (all but the Dirichlet faces) with NaN, so that a point a kernel skips
+ * shows up in the result. */
+int heat_backend_poison_next(heat_backend *b, heat_error *err);
 
 #endif

@@ -1,0 +1,51 @@
+/* The command line: one file per command (run, check, info, bench), and the
+ * argument parsing and deck loading they share. Only cli/main.c turns an
+ * error into an exit status; the commands return the status to exit with. */
+#ifndef HEAT_CLI_H
+#define HEAT_CLI_H
+
+#include <stddef.h>
+
+#include "heat_case.h"
+
+#ifndef HEAT_VERSION
+#define HEAT_VERSION "0.0.0"
+#endif
+
+#define HEAT_CLI_MAX_SETS 256
+
+/* The options of `heat run` and `heat check`. */
+typedef struct heat_cli_args {
+    const char *deck;
+    const char *sets[HEAT_CLI_MAX_SETS];
+    int nsets;
+    const char *restart;
+    int overwrite, quiet, help;
+} heat_cli_args;
+
+/* Parses the options of run (allow_run_options) or check into *a. Returns 0,
+ * or the exit status 2 after saying what is wrong. */
+int heat_cli_parse_args(int argc, char **argv, int allow_run_options, heat_cli_args *a);
+
+/* Loads and derives the case of `a`: the deck file, the built-in default
+ * deck (no deck or "-"), or with `--restart FILE` and no deck the deck that
+ * FILE holds. *text (when text is not NULL) receives the canonical deck
+ * text. Returns 0, or the exit status after printing the problems. */
+int heat_cli_load_case(const heat_cli_args *a, heat_case *c, char **text);
+
+/* "1.5 GiB": bytes in binary units, three significant digits. */
+void heat_cli_human_bytes(char *buf, size_t n, double bytes);
+
+/* "dirichlet u = 1", "neumann du/dn = 0.5", "periodic". */
+void heat_cli_bc_text(const heat_bc *bc, char *buf, size_t n);
+
+/* The commands: argc/argv after the command's name; each returns the exit
+ * status. */
+int heat_cmd_run(const heat_cli_args *a);
+int heat_cmd_check(const heat_cli_args *a);
+int heat_cmd_info(int argc, char **argv);
+int heat_cmd_bench(int argc, char **argv);
+
+extern const char heat_usage_run[], heat_usage_check[];
+
+#endif

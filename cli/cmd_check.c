@@ -1,0 +1,143 @@
+/* heat check: validate a deck and print what the run would do. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "initial.h"
+#include "output.h"
+
+const char heat_usage_check[] =
+    "usage: heat check DECK [--set key=value]...\n"
+    "\n"
+    "Validates the deck (every key, with file:line of each problem) and prints what the\n"
+    "run would do: grid and spacing, r = alpha*dt/h^2 per axis, dt and the stability\n"
+    "limit dt_max, steps to the end, memory on the device, and the output volume.\n"
+    "Writes nothing. DECK may be '-' for the built-in default deck.\n"
+    "\n"
+    "exit status: 0 valid, 2 invalid\n";
+
+/* What solver.temporal_block > 1 will do: " (...)", or "" for 1. Decided
+ * from the deck and the build alone, without looking for a GPU. */
+static void temporal_block_text(const heat_case *c, char *buf, size_t n)
+{
+    const int k = c->solver.temporal_block;
+    const int fused = c->solver.kernel == HEAT_KERNEL_FUSING;
+    const char *fuser = heat_kernel_name(HEAT_KERNEL_FUSING);
+    heat_backend_kind be = c->solver.backend;
+    if (be == HEAT_BACKEND_AUTO && !heat_backend_has_gpu_build()) be = HEAT_BACKEND_CPU;
+    if (k == 1)
+        buf[0] = '\0';
+    else if (be == HEAT_BACKEND_CPU)
+        snprintf(buf, n, " (the CPU runs the steps one by one; only %s on the GPU fuses steps)",
+                 fuser);
+    else if (!fused)
+        snprintf(buf, n, " (kernel %s runs the steps one by one; only %s fuses steps)",
+                 heat_kernel_name(c->solver.kernel), fuser);
+    else if (be == HEAT_BACKEND_CUDA)
+        snprintf(buf, n, " (%d steps fused per pass over GPU memory)", k);
+    else
+        snprintf(buf, n,
+                 " (%d steps fused per pass on the GPU with %s; the CPU runs them one by one)", k,
+                 fuser);
+}
+
+/* Grid, spacing, diffusivity, dt, dt_max and r. */
+static void print_numbers(const heat_case *c)
+{
+    printf("name            %s\n", c->name);
+    printf("grid            %lld x %lld x %lld = %lld points (%dD)\n", (long long)c->grid.n[0],
+           (long long)c->grid.n[1], (long long)c->grid.n[2], (long long)c->d.points, c->grid.dims);
+    printf("spacing         hx %.9g  hy %.9g", c->d.h[0], c->d.h[1]);
+    if (c->grid.dims == 3) printf("  hz %.9g", c->d.h[2]);
+    printf("\ndiffusivity     %.9g\n", c->alpha);
+    printf("dt              %.9g (%s)\n", c->d.dt,
+           c->time.has_dt ? (c->time.has_end ? "time.dt, fitted to end" : "time.dt")
+                          : "safety * dt_max, fitted to end");
+    printf("dt_max          %.9g (stability: sum of r <= 1/2)\n", c->d.dt_max);
+    printf("r = a*dt/h^2    rx %.6g  ry %.6g", c->d.r[0], c->d.r[1]);
+    if (c->grid.dims == 3) printf("  rz %.6g", c->d.r[2]);
+    printf("  (sum %.6g)\n", c->d.r[0] + c->d.r[1] + c->d.r[2]);
+}
+
+/* The stop rules, the faces, the initial condition and the solver. */
+static void print_run(const heat_case *c)
+{
+    if (c->time.has_end)
+        printf("end             t = %.9g at step %lld\n", c->time.end, (long long)c->d.end_step);
+    if (c->time.has_max_steps) printf("max_steps       %lld\n", (long long)c->time.max_steps);
+    if (c->steady.enabled)
+        printf("steady          stop when max|du/dt| <= %.6g, checked every %lld steps\n",
+               c->steady.tolerance, (long long)c->steady.check_every);
+    if (c->d.stop_step >= 0)
+        printf("stops           at step %lld%s\n", (long long)c->d.stop_step,
+               c->steady.enabled ? ", or at steady state if sooner" : "");
+    else
+        printf("stops           at steady state only (no step bound)\n");
+    for (int f = 0; f < 2 * c->grid.dims; f++) {
+        char bc[96];
+        heat_cli_bc_text(&c->bc[f], bc, sizeof bc);
+        printf("boundary %s    %s\n", heat_face_name(f), bc);
+    }
+    printf("initial         %s\n", heat_init_type_name(c->initial.type));
+    char fusion[160];
+    temporal_block_text(c, fusion, sizeof fusion);
+    printf("solver          backend %s, precision %s, kernel %s, temporal_block %d%s\n",
+           heat_backend_kind_name(c->solver.backend), heat_precision_name(c->solver.precision),
+           heat_kernel_name(c->solver.kernel), c->solver.temporal_block, fusion);
+}
+
+/* Memory, the output volume, checkpoints and the files. */
+static void print_output(const heat_case *c)
+{
+    const double field = (double)c->d.points * (double)heat_case_value_size(c);
+    char b1[32], b2[32], b3[32];
+    heat_cli_human_bytes(b1, sizeof b1, 2 * field);
+    printf("memory          %s on the device (two time levels of %s values)\n", b1,
+           heat_precision_name(c->solver.precision));
+    heat_cli_human_bytes(b1, sizeof b1, field);
+    if (c->d.stop_step >= 0) {
+        int64_t snaps = 1 + (c->output.every > 0 ? c->d.stop_step / c->output.every : 0);
+        if (c->output.every == 0 || c->d.stop_step % c->output.every) snaps++;
+        heat_cli_human_bytes(b2, sizeof b2, (double)snaps * field);
+        heat_cli_human_bytes(b3, sizeof b3, (double)c->output.keep_checkpoints * field);
+        printf("output          %s: %lld snapshots of %s = %s, up to %lld checkpoints = %s\n",
+               c->output.dir, (long long)snaps, b1, b2, (long long)c->output.keep_checkpoints, b3);
+    } else {
+        printf("output          %s: %s per snapshot (%s), count set by when steady state comes\n",
+               c->output.dir, b1,
+               c->output.every ? "every output.every steps" : "initial and final");
+    }
+    printf("checkpoints     ");
+    if (c->output.checkpoint_every > 0)
+        printf("every %lld steps, ", (long long)c->output.checkpoint_every);
+    if (c->output.checkpoint_wall > 0)
+        printf("every %g s of wall time, ", c->output.checkpoint_wall);
+    printf("at the end and on SIGINT/SIGTERM; the newest %lld kept\n",
+           (long long)c->output.keep_checkpoints);
+    printf("files           %s/%s_STEP.vtkhdf, %s_ckpt_STEP.vtkhdf, %s.xmf; deflate %s\n",
+           c->output.dir, c->name, c->name, c->name, c->output.compress ? "on" : "off");
+}
+
+int heat_cmd_check(const heat_cli_args *a)
+{
+    if (!a->deck) {
+        fprintf(stderr, "heat check: which deck? (heat check DECK, or '-' for the built-in "
+                        "default deck)\n");
+        return 2;
+    }
+    heat_case c;
+    if (heat_cli_load_case(a, &c, NULL)) return 2;
+    heat_error err;
+    if (heat_initial_check_file(&c, stderr, &err)) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        return 2;
+    }
+    printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");
+    print_numbers(&c);
+    print_run(&c);
+    print_output(&c);
+    if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
+        printf("note            %s\n", err.msg);
+    return 0;
+}

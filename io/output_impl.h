@@ -1,0 +1,68 @@
+/* The parts of io/output behind output.h, one file each: the directory
+ * (outdir.c), history.csv (history.c), the XDMF index's entries (index.c)
+ * and the writer thread (output.c). Private to io/. */
+#ifndef HEAT_OUTPUT_IMPL_H
+#define HEAT_OUTPUT_IMPL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "output.h"
+#include "xdmf.h"
+
+/* ---- the directory (outdir.c) ---- */
+
+/* Whether `file` is `<name>_<digits>.vtkhdf` (a snapshot) or
+ * `<name>_ckpt_<digits>.vtkhdf` (a checkpoint): 1 with its step and kind. */
+int heat_outdir_parse(const char *file, const char *name, int64_t *step, heat_file_kind *kind);
+
+/* Files that mark a directory as holding a run of ours; temporary files of
+ * ours that a killed run may have left behind. */
+int heat_outdir_is_run_file(const char *file);
+int heat_outdir_is_leftover(const char *file);
+
+/* mkdir -p; HEAT_ERUNTIME naming the directory that cannot be made. */
+int heat_outdir_make(const char *dir, heat_error *err);
+
+/* Removes the files of `dir` that `which` selects; `why` starts the message
+ * of a failure. */
+int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *why,
+                       heat_error *err);
+
+/* Keeps the newest `keep` checkpoints of run `name`; a file that cannot be
+ * removed is a notice. */
+void heat_outdir_rotate(const char *dir, const char *name, int64_t keep, FILE *notices);
+
+/* ---- history.csv (history.c) ---- */
+
+/* Opens `path` for appending rows: a new file with its header, or on a
+ * restart (`resume`) the existing one without the rows that belong to the
+ * interrupted run's future (after start_step; a residual-less row at it). */
+int heat_history_open(const char *path, int resume, int64_t start_step, FILE **f, heat_error *err);
+
+/* ---- the index's entries (index.c) ---- */
+
+typedef struct heat_index {
+    const heat_case *c;
+    char path[HEAT_PATH_MAX + HEAT_NAME_MAX + 8];
+    heat_xdmf_entry *entries;
+    size_t n, cap;
+    int written; /* the file has been written by this run */
+} heat_index;
+
+void heat_index_init(heat_index *x, const heat_case *c, const char *dir);
+
+/* A restart from start_step: removes the case's field files after it (the
+ * interrupted run's future), takes the snapshots up to it as the entries and
+ * rewrites the index. */
+int heat_index_resume(heat_index *x, const char *dir, int64_t start_step, FILE *notices,
+                      heat_error *err);
+
+/* A snapshot written at `step`: it replaces its entry and anything after it,
+ * so that the index stays in step order with every step once; the index is
+ * rewritten. */
+int heat_index_add(heat_index *x, int64_t step, double time, heat_error *err);
+
+void heat_index_free(heat_index *x);
+
+#endif
