@@ -43,14 +43,8 @@ static void load_case(heat_case *c, const char *boundary, const char *initial, c
     char deck[8192];
     snprintf(deck, sizeof deck, "%sinitial = { %s };\nboundary = { %s };\n", common_deck, initial,
              boundary);
-    heat_error err;
-    heat_error_clear(&err);
     memset(c, 0, sizeof *c);
-    int rc = heat_deck_load_string(deck, "test_cpu", s ? s->ptr : NULL, s ? s->n : 0, c, NULL, NULL,
-                                   &err);
-    if (rc != HEAT_OK) fail_msg("deck refused: %s\n--- deck:\n%s", err.msg, deck);
-    rc = heat_case_derive(c, &err);
-    if (rc != HEAT_OK) fail_msg("heat_case_derive: %s", err.msg);
+    test_load_case(deck, "test_cpu", s, c);
 }
 
 /* ---- fields ------------------------------------------------------------ */

@@ -52,12 +52,7 @@ static void load_run(run_case *r, const char *deck, const char *name, int dims, 
     test_sets_add(s, "output.dir=\"%s\"", r->dir);
     test_sets_add(s, "solver.precision=%s", prec == HEAT_FLOAT ? "float" : "double");
     if (dims == 2) test_sets_add(s, "grid.points=[17, 13, 1]");
-    heat_error err;
-    heat_error_clear(&err);
-    int rc = heat_deck_load_string(deck, name, s->ptr, s->n, &r->c, &r->text, NULL, &err);
-    if (rc != HEAT_OK) fail_msg("deck refused: %s", err.msg);
-    rc = heat_case_derive(&r->c, &err);
-    if (rc != HEAT_OK) fail_msg("heat_case_derive: %s", err.msg);
+    test_load_case_text(deck, name, s, &r->c, &r->text);
     assert_int_equal(r->c.grid.dims, dims);
 }
 

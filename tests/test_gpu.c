@@ -84,10 +84,7 @@ static void make_case(heat_case *c, const int64_t n[3], const int types[6], cons
             p += snprintf(p, (size_t)(end - p), "  %s = { type = \"periodic\"; };\n", faces[f]);
     }
     snprintf(p, (size_t)(end - p), "};\n");
-    heat_error err;
-    int rc = heat_deck_load_string(deck, "test_gpu", NULL, 0, c, NULL, NULL, &err);
-    if (!rc) rc = heat_case_derive(c, &err);
-    if (rc) fail_msg("deck refused: %s\n%s", err.msg, deck);
+    test_load_case(deck, "test_gpu", NULL, c);
 }
 
 static void fill(void *f, int64_t n, size_t vs)
@@ -575,11 +572,7 @@ static void load_driver_run(driver_run *r, const char *dir, const char *init,
     test_sets_add(&s, "output.dir=\"%s\"", dir);
     if (init) test_sets_add(&s, "initial={type=\"file\"; path=\"%s\";}", init);
     for (int i = 0; sets[i]; i++) test_sets_add(&s, "%s", sets[i]);
-    heat_error err;
-    heat_error_clear(&err);
-    if (heat_deck_load_string(driver_deck, "test_gpu", s.ptr, s.n, &r->c, &r->text, NULL, &err))
-        fail_msg("deck refused: %s", err.msg);
-    if (heat_case_derive(&r->c, &err)) fail_msg("heat_case_derive: %s", err.msg);
+    test_load_case_text(driver_deck, "test_gpu", &s, &r->c, &r->text);
 }
 
 /* heat_run, quiet; fails the test unless it returns HEAT_OK. */

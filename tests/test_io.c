@@ -97,11 +97,7 @@ static void load_case(run_case *r, const char *bc, const char *dir, const char *
     test_sets s = {0};
     test_sets_add(&s, "output.dir=\"%s\"", dir);
     for (int i = 0; sets && sets[i]; i++) test_sets_add(&s, "%s", sets[i]);
-    heat_error err;
-    heat_error_clear(&err);
-    if (heat_deck_load_string(deck, "io", s.ptr, s.n, &r->c, &r->text, NULL, &err) != HEAT_OK)
-        fail_msg("deck refused: %s", err.msg);
-    if (heat_case_derive(&r->c, &err) != HEAT_OK) fail_msg("heat_case_derive: %s", err.msg);
+    test_load_case_text(deck, "io", &s, &r->c, &r->text);
 }
 
 static void free_case(run_case *r)

@@ -202,9 +202,7 @@ static void test_dt_max_from_decks(void **state)
                          "  y_lo = { type = \"neumann\"; }; y_hi = { type = \"dirichlet\"; value "
                          "= 1.0; }; };\n";
     memset(&c, 0, sizeof c);
-    if (heat_deck_load_string(deck2d, "d2.cfg", NULL, 0, &c, NULL, NULL, &err) != HEAT_OK)
-        fail_msg("%s", err.msg);
-    derive_ok(&c);
+    test_load_case(deck2d, "d2.cfg", NULL, &c);
     hx = 2.0 / 21;
     hy = 1.0 / 40;
     want = 1.0 / (2.0 * 0.5 * (1 / (hx * hx) + 1 / (hy * hy)));
@@ -500,11 +498,8 @@ static void test_steady_only(void **state)
                        "boundary = { x_lo = { type = \"neumann\"; }; x_hi = { type = \"neumann\"; "
                        "};\n"
                        "  y_lo = { type = \"neumann\"; }; y_hi = { type = \"neumann\"; }; };\n";
-    heat_error err;
     memset(&c, 0, sizeof c);
-    if (heat_deck_load_string(text, "st.cfg", NULL, 0, &c, NULL, NULL, &err) != HEAT_OK)
-        fail_msg("%s", err.msg);
-    derive_ok(&c);
+    test_load_case(text, "st.cfg", NULL, &c);
     assert_int_equal(c.d.end_step, -1);
     assert_int_equal(c.d.stop_step, -1);
     assert_int_equal(c.d.check_every, 100);

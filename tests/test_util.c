@@ -185,8 +185,8 @@ void test_load_case_text(const char *deck, const char *origin, const test_sets *
     heat_error err;
     int rc =
         heat_deck_load_string(deck, origin, s ? s->ptr : NULL, s ? s->n : 0, c, text, NULL, &err);
-    if (!rc) rc = heat_case_derive(c, &err);
-    if (rc) fail_msg("%s", err.msg);
+    if (rc) fail_msg("deck refused: %s\n--- deck:\n%s", err.msg, deck);
+    if (heat_case_derive(c, &err)) fail_msg("heat_case_derive: %s", err.msg);
 }
 
 void test_load_case(const char *deck, const char *origin, const test_sets *s, heat_case *c)
