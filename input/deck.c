@@ -33,19 +33,36 @@ static int finish(config_t *cfg, const char *origin, const char *const *sets, in
     return HEAT_OK;
 }
 
+/* Parses deck text (its integers widened first, deck_ints.c) into cfg;
+ * `dir` is where @include looks (NULL: the working directory). */
+static int parse_text(config_t *cfg, const char *text, const char *origin, const char *dir,
+                      heat_error *err)
+{
+    char *wide = NULL;
+    int rc = heat_deck_widen_ints(text, &wide, origin, err);
+    if (!rc) rc = heat_deck_check_includes(text, dir, 0, err);
+    if (rc) {
+        free(wide);
+        return rc;
+    }
+    if (dir) config_set_include_dir(cfg, dir);
+    if (config_read_string(cfg, wide) != CONFIG_TRUE) {
+        const char *file = config_error_file(cfg);
+        rc = heat_error_set(err, HEAT_EINPUT, "%s:%d: %s", file ? file : origin,
+                            config_error_line(cfg), config_error_text(cfg));
+    }
+    free(wide);
+    return rc;
+}
+
 int heat_deck_load_string(const char *text, const char *origin, const char *const *sets, int nsets,
                           heat_case *out, char **text_out, FILE *notices, heat_error *err)
 {
     heat_error_clear(err);
     config_t cfg;
     config_init(&cfg);
-    if (config_read_string(&cfg, text) != CONFIG_TRUE) {
-        heat_error_set(err, HEAT_EINPUT, "%s:%d: %s", origin, config_error_line(&cfg),
-                       config_error_text(&cfg));
-        config_destroy(&cfg);
-        return HEAT_EINPUT;
-    }
-    int rc = finish(&cfg, origin, sets, nsets, out, text_out, notices, err);
+    int rc = parse_text(&cfg, text, origin, NULL, err);
+    if (!rc) rc = finish(&cfg, origin, sets, nsets, out, text_out, notices, err);
     config_destroy(&cfg);
     return rc;
 }
@@ -57,29 +74,18 @@ int heat_deck_load(const char *path, const char *const *sets, int nsets, heat_ca
         return heat_deck_load_string(heat_default_deck, HEAT_DEFAULT_DECK_NAME, sets, nsets, out,
                                      text_out, notices, err);
     heat_error_clear(err);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return heat_error_set(err, HEAT_EINPUT, "%s: cannot open the deck: %s", path,
-                              strerror(errno));
-    fclose(f);
+    char *text = heat_deck_read_text(path, err);
+    if (!text) return HEAT_EINPUT;
     config_t cfg;
     config_init(&cfg);
     /* @include "other.cfg" resolves next to the deck, as users expect. */
     char dir[HEAT_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        config_set_include_dir(&cfg, dir);
-    }
-    if (config_read_file(&cfg, path) != CONFIG_TRUE) {
-        const char *file = config_error_file(&cfg);
-        heat_error_set(err, HEAT_EINPUT, "%s:%d: %s", file ? file : path, config_error_line(&cfg),
-                       config_error_text(&cfg));
-        config_destroy(&cfg);
-        return HEAT_EINPUT;
-    }
-    int rc = finish(&cfg, path, sets, nsets, out, text_out, notices, err);
+    if (slash) *slash = '\0';
+    int rc = parse_text(&cfg, text, path, slash ? dir : NULL, err);
+    if (!rc) rc = finish(&cfg, path, sets, nsets, out, text_out, notices, err);
     config_destroy(&cfg);
+    free(text);
     return rc;
 }

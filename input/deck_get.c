@@ -208,6 +208,19 @@ int as_int64(const config_setting_t *s, int64_t *out)
     }
 }
 
+const char *not_integer_text(const config_setting_t *s)
+{
+    if (config_setting_type(s) == CONFIG_TYPE_FLOAT) {
+        double x = config_setting_get_float(s);
+        if (isfinite(x) && x == floor(x))
+            return "expected an integer, and this one is too large (at most 9e15)";
+        return "expected an integer, found a number with a fraction";
+    }
+    static _Thread_local char buf[64];
+    snprintf(buf, sizeof buf, "expected an integer, found %s", type_text(s));
+    return buf;
+}
+
 int get_int(vctx *v, const config_setting_t *g, const char *key, int required, int64_t *out)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
@@ -216,7 +229,7 @@ int get_int(vctx *v, const config_setting_t *g, const char *key, int required, i
         return 0;
     }
     if (!as_int64(s, out)) {
-        bad(v, s, "expected an integer, found %s", type_text(s));
+        bad(v, s, "%s", not_integer_text(s));
         return -1;
     }
     return 1;

@@ -76,6 +76,9 @@ int number_of(vctx *v, const config_setting_t *s, double *out);
 /* An integer setting, or an integral float (1e5): 1 with *out, else 0. */
 int as_int64(const config_setting_t *s, int64_t *out);
 
+/* Why a setting that as_int64 refuses is not an integer, in words. */
+const char *not_integer_text(const config_setting_t *s);
+
 /* The getters return 1 when the key is there with a fitting type (and set
  * *out), 0 when it is absent (reported when `required`), -1 when it has the
  * wrong type (reported). */
@@ -96,6 +99,23 @@ const config_setting_t *get_group(vctx *v, const config_setting_t *g, const char
 
 /* Checks every section of the deck into *c, reporting every problem. */
 void validate(vctx *v, const config_t *cfg, heat_case *c);
+
+/* ---- integers as written (deck_ints.c) ---- */
+
+/* A copy of deck text (malloc'd into *out) in which every integer literal
+ * beyond 32 bits has the L suffix and every decimal one beyond 64 bits a
+ * decimal point, so that libconfig 1.5 reads what is written, as 1.7 does.
+ * HEAT_EINPUT ("origin:line: ...") for a hexadecimal literal beyond 64 bits. */
+int heat_deck_widen_ints(const char *text, char **out, const char *origin, heat_error *err);
+
+/* Checks the files that `text` includes (@include "file", relative to `dir`,
+ * recursively) for integer literals libconfig 1.5 would wrap: HEAT_EINPUT
+ * naming the file, line and literal. */
+int heat_deck_check_includes(const char *text, const char *dir, int depth, heat_error *err);
+
+/* The whole text of a deck file (malloc'd), or NULL with HEAT_EINPUT in err
+ * (err may be NULL): missing, unreadable, not text, over 64 MiB. */
+char *heat_deck_read_text(const char *path, heat_error *err);
 
 /* ---- overrides (deck_set.c) ---- */
 

@@ -64,7 +64,7 @@ static void v_grid(vctx *v, const config_setting_t *root, heat_case *c)
             const config_setting_t *e = config_setting_get_elem(p, i);
             int64_t n;
             if (!as_int64(e, &n)) {
-                bad(v, e, "expected an integer, found %s", type_text(e));
+                bad(v, e, "%s", not_integer_text(e));
                 ok = 0;
             } else if (n < 3 && !(i == 2 && n == 1)) {
                 bad(v, e, "each of nx, ny, nz must be >= 3 (nz = 1 makes a 2D run)");

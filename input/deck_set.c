@@ -52,8 +52,12 @@ static int parse_value(config_t *tmp, const char *value)
 {
     strbuf b = {0};
     sb_printf(&b, "v = %s;", value);
-    int ok = b.s && config_read_string(tmp, b.s) == CONFIG_TRUE &&
+    char *wide = NULL;
+    heat_error ignored;
+    int ok = b.s && heat_deck_widen_ints(b.s, &wide, "--set", &ignored) == HEAT_OK &&
+             config_read_string(tmp, wide) == CONFIG_TRUE &&
              config_setting_length(config_root_setting(tmp)) == 1;
+    free(wide);
     free(b.s);
     if (ok) return 1;
     config_destroy(tmp);

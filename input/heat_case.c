@@ -84,6 +84,59 @@ static void finish_steps(heat_case *c)
         c->d.stop_step = c->time.max_steps;
 }
 
+/* A derived number that must be finite and > 0. */
+static int positive(double x)
+{
+    return x > 0 && isfinite(x);
+}
+
+/* The spacing, the stability limit and the Gaussian's 2 w^2 must be finite
+ * and positive, or the run could only produce zeros, Inf or NaN: a deck of
+ * such extremes is refused, naming the keys. */
+static int check_derived(const heat_case *c, heat_error *err)
+{
+    for (int a = 0; a < c->grid.dims; a++)
+        if (!positive(c->d.h[a]))
+            return heat_error_set(err, HEAT_EINPUT,
+                                  "grid.length[%d] = %.9g over grid.points[%d] = %lld gives the "
+                                  "spacing h = %.3g: it must be a positive, representable number",
+                                  a, c->grid.length[a], a, (long long)c->grid.n[a], c->d.h[a]);
+    if (!positive(c->d.dt_max))
+        return heat_error_set(err, HEAT_EINPUT,
+                              "material.diffusivity = %.9g with the grid's spacing (hx = %.3g, "
+                              "hy = %.3g, hz = %.3g): the stability limit dt_max = 1 / (2 alpha "
+                              "sum 1/h^2) comes out as %.3g, not a positive representable number: "
+                              "keep the diffusivity and the spacing within about 1e-100 to 1e100",
+                              c->alpha, c->d.h[0], c->d.h[1], c->grid.dims == 3 ? c->d.h[2] : 0.0,
+                              c->d.dt_max);
+    if (c->initial.type == HEAT_INIT_GAUSSIAN &&
+        !positive(2.0 * c->initial.width * c->initial.width))
+        return heat_error_set(err, HEAT_EINPUT,
+                              "initial.width = %.9g: 2 width^2 comes out as %.3g: the width must "
+                              "be a positive number whose square is representable (about 1e-150 "
+                              "to 1e150)",
+                              c->initial.width, 2.0 * c->initial.width * c->initial.width);
+    return HEAT_OK;
+}
+
+/* dt and r: finite and positive once dt is chosen. */
+static int check_dt(const heat_case *c, heat_error *err)
+{
+    if (!positive(c->d.dt))
+        return heat_error_set(err, HEAT_EINPUT,
+                              "the time step comes out as dt = %.3g: it must be "
+                              "a positive, representable number",
+                              c->d.dt);
+    for (int a = 0; a < c->grid.dims; a++)
+        if (!positive(c->d.r[a]))
+            return heat_error_set(err, HEAT_EINPUT,
+                                  "alpha dt / h^2 along axis %d comes out as %.3g (dt = %.3g, h = "
+                                  "%.3g, material.diffusivity = %.9g): it must be a positive, "
+                                  "representable number",
+                                  a, c->d.r[a], c->d.dt, c->d.h[a], c->alpha);
+    return HEAT_OK;
+}
+
 int heat_case_derive(heat_case *c, heat_error *err)
 {
     memset(&c->d, 0, sizeof c->d);
@@ -100,6 +153,8 @@ int heat_case_derive(heat_case *c, heat_error *err)
     }
     c->d.dt_max = 0.5 / (c->alpha * inv_h2);
     c->d.points = c->grid.n[0] * c->grid.n[1] * c->grid.n[2];
+    int rc = check_derived(c, err);
+    if (rc) return rc;
 
     double dt = c->time.has_dt ? c->time.dt : c->time.safety * c->d.dt_max;
     if (c->time.has_dt && dt > c->d.dt_max)
@@ -112,8 +167,7 @@ int heat_case_derive(heat_case *c, heat_error *err)
     c->d.end_step = -1;
     if (c->time.has_end) {
         double n = 1;
-        int rc = steps_to_end(c, dt, "", &n, err);
-        if (rc) return rc;
+        if ((rc = steps_to_end(c, dt, "", &n, err))) return rc;
         /* A dt fitted to end must not pass the stability limit. */
         if (c->time.end / n > c->d.dt_max) n += 1;
         c->d.end_step = (int64_t)n;
@@ -122,7 +176,7 @@ int heat_case_derive(heat_case *c, heat_error *err)
     c->d.dt = dt;
     finish_steps(c);
     c->d.check_every = c->steady.check_every > 0 ? c->steady.check_every : 100;
-    return HEAT_OK;
+    return check_dt(c, err);
 }
 
 int heat_case_keep_dt(heat_case *c, double dt, int *end_moved, heat_error *err)
@@ -141,7 +195,7 @@ int heat_case_keep_dt(heat_case *c, double dt, int *end_moved, heat_error *err)
         }
     }
     finish_steps(c);
-    return HEAT_OK;
+    return check_dt(c, err);
 }
 
 double heat_case_time(const heat_case *c, int64_t step)
