@@ -1156,7 +1156,7 @@ static void test_canonical_keeps_doubles_exact(void **state)
              L_MATERIAL, "material = { diffusivity = 1.2345678901234567e-4; };", L_TIME,
              "time = { end = 3.3333333333333335; safety = 0.123456789012345678; };", L_INITIAL,
              "initial = { type = \"gaussian\"; center = [0.1, 0.2, 0.3]; width = "
-             "4.9406564584124654e-324; amplitude = 1e5; base = 100.0; };",
+             "1.2345678901234567e-140; amplitude = 1e5; base = 100.0; };",
              L_X_LO, "  x_lo = { type = \"dirichlet\"; value = 0.1; };", 0),
         NULL, 0, ORIGIN, &c);
     assert_true(c.alpha == 1.2345678901234567e-4);
@@ -1164,7 +1164,7 @@ static void test_canonical_keeps_doubles_exact(void **state)
     assert_true(c.grid.origin[1] == 1e300);
     assert_true(c.time.end == 3.3333333333333335);
     assert_true(c.time.safety == 0.123456789012345678);
-    assert_true(c.initial.width == 4.9406564584124654e-324);
+    assert_true(c.initial.width == 1.2345678901234567e-140);
     assert_true(c.bc[HEAT_X_LO].value == 0.1);
 }
 
