@@ -129,7 +129,7 @@ int heat_cmd_check(const heat_cli_args *a)
     heat_case c;
     if (heat_cli_load_case(a, &c, NULL)) return 2;
     heat_error err;
-    if (heat_initial_check_file(&c, stderr, &err)) {
+    if (heat_initial_check_file(&c, stderr, &err) || heat_output_check_path(c.output.dir, &err)) {
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }

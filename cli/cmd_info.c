@@ -69,6 +69,8 @@ static void print_meta(const char *path, const heat_file_meta *m)
     }
     printf("storage         chunked, %s, deflate %s\n",
            m->has_checksum ? "Fletcher-32 checksums" : "no checksums", m->deflate ? "on" : "off");
+    printf("metadata        %s\n",
+           m->meta_checksum ? "checksum verified" : "no checksum (a format 1 file)");
 }
 
 /* Reads the whole field, so that every checksum is verified; 0 or 1. */

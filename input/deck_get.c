@@ -41,16 +41,14 @@ void path_of(const config_setting_t *s, char *buf, size_t n)
         snprintf(buf, n, "%s[%d]", parent, config_setting_index(s));
 }
 
-void value_text(const config_setting_t *s, char *buf, size_t n)
+char *value_text(const config_setting_t *s)
 {
     strbuf b = {0};
     if (config_setting_is_group(s))
         sb_printf(&b, "{ ... }");
     else
         sb_value(&b, s, 0);
-    snprintf(buf, n, "%s", b.s ? b.s : "");
-    if (strlen(buf) > 80) strcpy(buf + 76, " ...");
-    free(b.s);
+    return b.s;
 }
 
 const char *type_text(const config_setting_t *s)
@@ -78,15 +76,18 @@ const char *type_text(const config_setting_t *s)
 
 void bad(vctx *v, const config_setting_t *s, const char *fmt, ...)
 {
-    char loc[HEAT_PATH_MAX + 32], path[512], val[128], msg[1024];
+    char loc[HEAT_PATH_MAX + 32], path[512], *msg = NULL;
     where(v, s, loc, sizeof loc);
     path_of(s, path, sizeof path);
-    value_text(s, val, sizeof val);
+    char *val = value_text(s);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
     va_end(ap);
-    heat_error_append(v->err, HEAT_EINPUT, "%s: %s = %s: %s", loc, path, val, msg);
+    heat_error_append(v->err, HEAT_EINPUT, "%s: %s = %s: %s", loc, path, val ? val : "?",
+                      msg ? msg : "?");
+    free(val);
+    free(msg);
 }
 
 void missing(vctx *v, const config_setting_t *group, const char *key, const char *what)

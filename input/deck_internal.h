@@ -51,8 +51,8 @@ void where(const vctx *v, const config_setting_t *s, char *buf, size_t n);
 /* The key path of a setting: "boundary.x_lo.value", "grid.points[2]". */
 void path_of(const config_setting_t *s, char *buf, size_t n);
 
-/* The setting's value as written, whole. */
-void value_text(const config_setting_t *s, char *buf, size_t n);
+/* The setting's value as written, whole (malloc'd; NULL when out of memory). */
+char *value_text(const config_setting_t *s);
 
 /* "an integer", "a string", ...: the setting's type in words. */
 const char *type_text(const config_setting_t *s);

@@ -14,7 +14,7 @@ enum heat_status {
     HEAT_EINPUT = 2,   /* bad usage or bad deck; exit status 2, nothing written */
 };
 
-#define HEAT_ERROR_MSG_MAX 4096
+#define HEAT_ERROR_MSG_MAX 32768
 
 typedef struct heat_error {
     int code;

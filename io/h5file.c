@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <hdf5.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -139,6 +140,49 @@ static int put_deck(hid_t fid, const char *deck)
     return rc;
 }
 
+/* ---- the metadata checksum --------------------------------------------- */
+
+/* FNV-1a, 64 bits (Fowler, Noll, Vo): every change of one byte changes the
+ * result, which is what damage detection needs. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static uint64_t fnv_printf(uint64_t h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static uint64_t fnv_printf(uint64_t h, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return fnv1a(h, buf, n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* The checksum of everything a restart trusts (docs/FORMAT.md): the format,
+ * the program, kind, step, time, dt, precision, the grid, the diffusivity,
+ * the boundary conditions and the deck, each field written exactly (%a). */
+static uint64_t meta_checksum(const heat_file_meta *m)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    h = fnv_printf(h, "format %lld\nprogram %s\nkind %s\nstep %lld\ntime %a\ndt %a\n",
+                   (long long)m->format_version, m->program_version, heat_file_kind_name(m->kind),
+                   (long long)m->step, m->time, m->dt);
+    h = fnv_printf(h, "precision %s\ndiffusivity %a\n", heat_precision_name(m->precision),
+                   m->alpha);
+    for (int a = 0; a < 3; a++)
+        h = fnv_printf(h, "axis %d: %lld %a %a %a\n", a, (long long)m->n[a], m->length[a],
+                       m->origin[a], m->spacing[a]);
+    for (int f = 0; f < HEAT_NFACES; f++)
+        h = fnv_printf(h, "face %d: %s %a %a\n", f, heat_bc_type_name(m->bc[f].type),
+                       m->bc[f].value, m->bc[f].gradient);
+    const char *deck = m->deck ? m->deck : "";
+    return fnv1a(h, deck, strlen(deck));
+}
+
 static int put_root_attrs(hid_t fid, const heat_file_meta *m)
 {
     const int64_t version = HEAT_FORMAT_VERSION;
@@ -164,7 +208,10 @@ static int put_root_attrs(hid_t fid, const heat_file_meta *m)
         put_f64(fid, "boundary_value", bc_value, HEAT_NFACES) ||
         put_f64(fid, "boundary_gradient", bc_gradient, HEAT_NFACES))
         return -1;
-    return 0;
+    heat_file_meta v2 = *m;
+    v2.format_version = HEAT_FORMAT_VERSION;
+    const uint64_t sum = meta_checksum(&v2);
+    return put_attr(fid, "heat_checksum", H5T_STD_U64LE, H5T_NATIVE_UINT64, 0, &sum);
 }
 
 static int put_vtkhdf_attrs(hid_t g, const heat_file_meta *m)
@@ -236,8 +283,8 @@ int heat_file_write(const char *path, const heat_file_meta *m, const void *field
                     heat_error *err)
 {
     heat_io_h5_quiet();
-    char tmp[HEAT_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[HEAT_PATH_MAX + HEAT_NAME_MAX + 128];
+    heat_file_tmp_path(tmp, sizeof tmp, path);
     hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, g = H5I_INVALID_HID, pd = H5I_INVALID_HID,
           sp = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, ds = H5I_INVALID_HID;
     const char *doing = "creating it";
@@ -318,14 +365,28 @@ cleanup:
 
 /* ------------------------------------------------------------- reading */
 
+/* Whether a dataspace holds exactly `count` values as a scalar (count 1) or
+ * a one-dimensional array: anything else is not what was written. */
+static int is_vector(hid_t sp, hssize_t count)
+{
+    H5S_class_t k = H5Sget_simple_extent_type(sp);
+    if (k == H5S_SCALAR) return count == 1;
+    return k == H5S_SIMPLE && H5Sget_simple_extent_ndims(sp) == 1 &&
+           H5Sget_simple_extent_npoints(sp) == count;
+}
+
+/* A numeric attribute of `count` values: an integer class for an integer
+ * memory type, a float class for a float one, and the shape written. */
 static int get_attr(hid_t obj, const char *name, hid_t mtype, hssize_t count, void *out)
 {
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0) return -1;
-    hid_t sp = H5Aget_space(a);
-    int rc = sp >= 0 && H5Sget_simple_extent_npoints(sp) == count && H5Aread(a, mtype, out) >= 0
+    hid_t sp = H5Aget_space(a), t = H5Aget_type(a);
+    int rc = sp >= 0 && t >= 0 && H5Tget_class(t) == H5Tget_class(mtype) && is_vector(sp, count) &&
+                     H5Aread(a, mtype, out) >= 0
                  ? 0
                  : -1;
+    if (t >= 0) H5Tclose(t);
     if (sp >= 0) H5Sclose(sp);
     H5Aclose(a);
     return rc;
@@ -341,7 +402,7 @@ static int get_strs(hid_t obj, const char *name, hssize_t count, char *out, size
     hid_t t = H5Aget_type(a), sp = H5Aget_space(a), mt = H5I_INVALID_HID;
     char *buf = NULL;
     if (t < 0 || sp < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0 ||
-        H5Sget_simple_extent_npoints(sp) != count)
+        !is_vector(sp, count))
         goto done;
     size_t w = H5Tget_size(t);
     if (w == 0 || w >= width_out || (mt = string_type(w)) < 0) goto done;
@@ -361,21 +422,31 @@ done:
     return rc;
 }
 
+/* The deck: one fixed-length string, a scalar, at most 64 MiB. */
 static char *get_deck(hid_t fid)
 {
     hid_t ds = H5Dopen2(fid, DECK_PATH, H5P_DEFAULT);
     if (ds < 0) return NULL;
     char *text = NULL;
-    hid_t t = H5Dget_type(ds), mt = H5I_INVALID_HID;
-    if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0) {
+    hid_t t = H5Dget_type(ds), sp = H5Dget_space(ds), mt = H5I_INVALID_HID;
+    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0 &&
+        H5Sget_simple_extent_type(sp) == H5S_SCALAR) {
         size_t w = H5Tget_size(t);
-        if ((mt = string_type(w)) >= 0 && (text = calloc(w + 1, 1)) &&
+        if (w > 0 && w <= (64u << 20) && (mt = string_type(w)) >= 0 && (text = calloc(w + 1, 1)) &&
             H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) < 0) {
             free(text);
             text = NULL;
         }
+        /* Text after a NUL would be hidden from every reader: not ours. */
+        for (size_t i = text ? strlen(text) : w; i < w; i++)
+            if (text[i]) {
+                free(text);
+                text = NULL;
+                break;
+            }
     }
     if (mt >= 0) H5Tclose(mt);
+    if (sp >= 0) H5Sclose(sp);
     if (t >= 0) H5Tclose(t);
     H5Dclose(ds);
     return text;
@@ -399,9 +470,32 @@ static void read_filters(hid_t ds, heat_file_meta *m)
     H5Pclose(dcpl);
 }
 
+/* Whether the metadata describe a grid and a state heat can hold: the
+ * deck's own bounds (3 to 2^40 points per axis, nz = 1 in 2D, at most 2^50
+ * in all, so that no byte count overflows), finite and positive lengths,
+ * spacings, diffusivity and dt, a finite time and step >= 0, finite
+ * boundary values. */
+static int meta_in_range(const heat_file_meta *m)
+{
+    double points = 1;
+    for (int a = 0; a < 3; a++) {
+        const int64_t n = m->n[a];
+        if (!((n >= 3 || (a == 2 && n == 1)) && n <= (INT64_C(1) << 40))) return 0;
+        points *= (double)n;
+        if (!(m->length[a] > 0 && isfinite(m->length[a]) && isfinite(m->origin[a]) &&
+              m->spacing[a] > 0 && isfinite(m->spacing[a])))
+            return 0;
+    }
+    if (points > 0x1p50 || m->step < 0 || !isfinite(m->time)) return 0;
+    if (!(m->dt > 0 && isfinite(m->dt) && m->alpha > 0 && isfinite(m->alpha))) return 0;
+    for (int f = 0; f < HEAT_NFACES; f++)
+        if (!isfinite(m->bc[f].value) || !isfinite(m->bc[f].gradient)) return 0;
+    return 1;
+}
+
 /* The reading steps below return 0, READ_H5 when an HDF5 call failed (the
  * error stack says why) or READ_BAD when the values are out of place. */
-enum { READ_H5 = -1, READ_BAD = -2 };
+enum { READ_H5 = -1, READ_BAD = -2, READ_SUM = -3, READ_NOSUM = -4 };
 
 /* The root attributes: the restart state and the grid. */
 static int read_root_attrs(hid_t fid, heat_file_meta *m)
@@ -435,11 +529,8 @@ static int read_root_attrs(hid_t fid, heat_file_meta *m)
         m->bc[f].value = value[f];
         m->bc[f].gradient = gradient[f];
     }
-    for (int a = 0; a < 3; a++)
-        if (m->n[a] < 1 || m->n[a] > (INT64_C(1) << 40)) return READ_BAD;
-    if (m->step < 0 || !(m->dt > 0)) return READ_BAD;
     m->dims = m->n[2] == 1 ? 2 : 3;
-    return 0;
+    return meta_in_range(m) ? 0 : READ_BAD;
 }
 
 /* /VTKHDF's WholeExtent must be the grid's. */
@@ -479,6 +570,7 @@ static int read_field_layout(hid_t fid, heat_file_meta *m)
                 H5Tget_size(t) != (m->precision == HEAT_FLOAT ? 4u : 8u)))
         rc = READ_BAD;
     if (!rc) read_filters(ds, m);
+    if (!rc && !m->has_checksum) rc = READ_NOSUM;
     if (t >= 0) H5Tclose(t);
     if (ds >= 0) H5Dclose(ds);
     return rc;
@@ -499,7 +591,14 @@ static int read_meta_body(hid_t fid, heat_file_meta *m, const char **what)
     *what = "reading the field's shape";
     if ((rc = read_field_layout(fid, m))) return rc;
     *what = "reading the deck";
-    return (m->deck = get_deck(fid)) ? 0 : READ_H5;
+    if (!(m->deck = get_deck(fid))) return READ_H5;
+    if (m->format_version < 2) return 0; /* format 1 had no metadata checksum */
+    *what = "verifying the metadata checksum (heat_checksum)";
+    uint64_t sum;
+    if ((rc = get_attr(fid, "heat_checksum", H5T_NATIVE_UINT64, 1, &sum))) return rc;
+    if (sum != meta_checksum(m)) return READ_SUM;
+    m->meta_checksum = 1;
+    return 0;
 }
 
 int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
@@ -538,7 +637,15 @@ int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
     }
     step = read_meta_body(fid, m, &what);
 out:
-    if (step == READ_BAD) {
+    if (step == READ_NOSUM) {
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "corrupt: the field has no Fletcher-32 checksum (heat always writes "
+                            "one), so damage to it could not be detected");
+    } else if (step == READ_SUM) {
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "corrupt: the metadata (step, time, dt, grid, boundary conditions or "
+                            "the deck) fail their checksum");
+    } else if (step == READ_BAD) {
         rc = heat_error_set(err, HEAT_ERUNTIME, "corrupt: %s: values out of place", what);
     } else if (step == READ_H5) {
         char cause[512];

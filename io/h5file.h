@@ -2,7 +2,7 @@
  * that also carries everything a restart needs. Snapshots and checkpoints
  * share this layout; docs/FORMAT.md is the reference.
  *
- * Files are written atomically: under `<path>.tmp`, flushed to disk, renamed
+ * Files are written atomically: under `<path>.<pid>.tmp`, flushed to disk, renamed
  * into place and the directory flushed, so that a file under its final name
  * is always complete. The field is stored in chunks with HDF5's Fletcher-32
  * checksum filter, so that a damaged file is an error on reading, never
@@ -19,8 +19,9 @@
 #include "heat_case.h"
 #include "heat_error.h"
 
-/* The layout version this program writes and the newest it reads. */
-#define HEAT_FORMAT_VERSION 1
+/* The layout version this program writes and the newest it reads: 2 adds
+ * the metadata checksum (heat_checksum); format 1 files are still read. */
+#define HEAT_FORMAT_VERSION 2
 
 typedef enum { HEAT_FILE_SNAPSHOT, HEAT_FILE_CHECKPOINT, HEAT_FILE_KIND_COUNT } heat_file_kind;
 
@@ -43,9 +44,14 @@ typedef struct heat_file_meta {
     heat_bc bc[HEAT_NFACES];
     char *deck; /* the canonical deck text; malloc'd by heat_file_read_meta */
     /* Read only: how the field is stored. */
-    int has_checksum; /* the Fletcher-32 filter is on the field */
-    int deflate;      /* deflate level, 0 when off */
+    int has_checksum;  /* the Fletcher-32 filter is on the field (always, or it is refused) */
+    int meta_checksum; /* the metadata checksum was verified (format 2 and later) */
+    int deflate;       /* deflate level, 0 when off */
 } heat_file_meta;
+
+/* The temporary name a file `path` is written under before it is renamed
+ * into place: `<path>.<pid>.tmp`, unique per process. */
+void heat_file_tmp_path(char *buf, size_t n, const char *path);
 
 /* Fills `m` from a derived case for a file of `kind` at `step`; `deck` is
  * borrowed (NULL: none). */

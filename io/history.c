@@ -28,8 +28,8 @@ static int truncate_history(const char *path, int64_t start_step, heat_error *er
 {
     FILE *f = fopen(path, "r");
     if (!f) return HEAT_OK;
-    char tmp[HEAT_PATH_MAX + 64];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[HEAT_PATH_MAX + HEAT_NAME_MAX + 128];
+    heat_file_tmp_path(tmp, sizeof tmp, path);
     FILE *g = fopen(tmp, "w");
     if (!g) {
         fclose(f);

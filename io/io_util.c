@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "h5file.h"
 #include "heat_case.h"
 
 int heat_io_fsync_parent(const char *path)
@@ -57,6 +58,11 @@ int heat_io_commit(const char *tmp, const char *path, heat_error *err)
                               "cannot write %s: flushing its directory to disk: %s", path,
                               strerror(errno));
     return HEAT_OK;
+}
+
+void heat_file_tmp_path(char *buf, size_t n, const char *path)
+{
+    snprintf(buf, n, "%s.%ld.tmp", path, (long)getpid());
 }
 
 int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem)

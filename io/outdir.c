@@ -2,6 +2,8 @@
  * it, listing and rotating checkpoints. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,23 +61,71 @@ int heat_outdir_is_run_file(const char *name)
 
 int heat_outdir_is_leftover(const char *name)
 {
+    /* <file>.<pid>.tmp (heat_file_tmp_path), or <file>.tmp of older versions */
     size_t n = strlen(name);
-    return (n > 11 && strcmp(name + n - 11, ".vtkhdf.tmp") == 0) ||
-           (n > 8 && strcmp(name + n - 8, ".xmf.tmp") == 0);
+    if (n < 5 || strcmp(name + n - 4, ".tmp") != 0) return 0;
+    return strstr(name, ".vtkhdf.") || strstr(name, ".xmf.") ||
+           strncmp(name, "history.csv.", 12) == 0;
+}
+
+#define LOCK_NAME ".heat.lock"
+
+/* The pid recorded in an open lock file, or 0. */
+static long lock_holder(int fd)
+{
+    char buf[32] = "";
+    ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+    if (k <= 0) return 0;
+    buf[k] = '\0';
+    return strtol(buf, NULL, 10);
+}
+
+static int in_use(const char *dir, long pid, heat_error *err)
+{
+    return heat_error_set(err, HEAT_EINPUT,
+                          "output.dir = \"%s\" is in use by another heat run (pid %ld): wait "
+                          "for it to end, or choose another output.dir",
+                          dir, pid);
+}
+
+/* Whether `dir` is locked by a live run right now (HEAT_EINPUT), without
+ * taking the lock for long. */
+static int check_lock(const char *dir, heat_error *err)
+{
+    char path[HEAT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" LOCK_NAME, dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return HEAT_OK;
+    int rc = HEAT_OK;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        rc = in_use(dir, lock_holder(fd), err);
+    close(fd);
+    return rc;
+}
+
+int heat_output_check_path(const char *dir, heat_error *err)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return heat_error_set(err, HEAT_EINPUT, "output.dir = \"%s\" exists and is not a directory",
+                              dir);
+    return HEAT_OK;
 }
 
 int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *err)
 {
-    struct stat st;
-    if (stat(dir, &st) != 0) return HEAT_OK; /* created later */
-    if (!S_ISDIR(st.st_mode))
-        return heat_error_set(err, HEAT_EINPUT, "output.dir = \"%s\" exists and is not a directory",
-                              dir);
-    if (mode != HEAT_OUTPUT_NEW) return HEAT_OK;
+    int rc = heat_output_check_path(dir, err);
+    if (!rc) rc = check_lock(dir, err);
+    if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, err);
+    return rc;
+}
+
+int heat_outdir_check_other_run(const char *dir, heat_error *err)
+{
+    int rc = HEAT_OK;
     DIR *d = opendir(dir);
     if (!d) return HEAT_OK; /* heat_output_open reports the reason */
     struct dirent *e;
-    int rc = HEAT_OK;
     while ((e = readdir(d))) {
         if (heat_outdir_is_run_file(e->d_name)) {
             rc = heat_error_set(err, HEAT_EINPUT,
@@ -88,6 +138,54 @@ int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *er
     }
     closedir(d);
     return rc;
+}
+
+int heat_outdir_lock(const char *dir, FILE *notices, int *fd, heat_error *err)
+{
+    char path[HEAT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" LOCK_NAME, dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0)
+        return heat_error_set(err, HEAT_ERUNTIME, "cannot create the lock file %s: %s", path,
+                              strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        long pid = lock_holder(*fd);
+        close(*fd);
+        *fd = -1;
+        if (e == EWOULDBLOCK) return in_use(dir, pid, err);
+        if (notices)
+            fprintf(notices,
+                    "notice: cannot lock output.dir %s (%s): make sure no other run uses it\n", dir,
+                    strerror(e));
+        return HEAT_OK;
+    }
+    long old = lock_holder(*fd);
+    if (old > 0 && old != (long)getpid() && notices)
+        fprintf(notices,
+                "notice: output.dir %s: taking over the lock left by pid %ld, which ended "
+                "without releasing it\n",
+                dir, old);
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)len, 0) != len) {
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        return heat_error_set(err, HEAT_ERUNTIME, "cannot write the lock file %s: %s", path,
+                              strerror(e));
+    }
+    return HEAT_OK;
+}
+
+void heat_outdir_unlock(int fd)
+{
+    if (fd < 0) return;
+    /* Emptied, not removed: removing it would let a second run lock a new
+     * file while a third still waits on the old one. */
+    if (ftruncate(fd, 0) != 0) {
+    }
+    close(fd);
 }
 
 int heat_outdir_make(const char *dir, heat_error *err)

@@ -34,6 +34,7 @@ struct heat_output {
     heat_output_options opt;
     size_t field_bytes;
     heat_index index; /* owned by the writer thread once it runs */
+    int lock_fd;      /* the hold on the directory (heat_outdir_lock), or -1 */
 
     /* Shared with the writer thread: guarded by mu. */
     pthread_mutex_t mu;
@@ -164,12 +165,18 @@ static int start_writer(heat_output *o, heat_error *err)
     return HEAT_OK;
 }
 
-/* The directory ready for this run: made, the earlier run's files gone
- * (--overwrite), a killed run's temporary files gone. */
-static int prepare_dir(const char *dir, heat_output_mode mode, heat_error *err)
+/* The directory ready for this run: made, locked for the run's life
+ * (*lock_fd), the earlier run's files gone (--overwrite), a killed run's
+ * temporary files gone. */
+static int prepare_dir(const char *dir, heat_output_mode mode, FILE *notices, int *lock_fd,
+                       heat_error *err)
 {
+    *lock_fd = -1;
     int rc = heat_output_check_dir(dir, mode, err);
     if (!rc) rc = heat_outdir_make(dir, err);
+    if (!rc) rc = heat_outdir_lock(dir, notices, lock_fd, err);
+    /* Checked again under the lock: another run may have started meanwhile. */
+    if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, err);
     if (!rc && mode == HEAT_OUTPUT_OVERWRITE)
         rc = heat_outdir_remove(dir, heat_outdir_is_run_file, "--overwrite", err);
     if (!rc)
@@ -182,10 +189,14 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
                      heat_error *err)
 {
     *out = NULL;
-    int rc = prepare_dir(c->output.dir, opt->mode, err);
-    if (rc) return rc;
-    heat_output *o = calloc(1, sizeof *o);
-    if (!o) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    int lock_fd;
+    int rc = prepare_dir(c->output.dir, opt->mode, opt->notices, &lock_fd, err);
+    heat_output *o = rc ? NULL : calloc(1, sizeof *o);
+    if (!o) {
+        heat_outdir_unlock(lock_fd);
+        return rc ? rc : heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    }
+    o->lock_fd = lock_fd;
     o->c = c;
     o->opt = *opt;
     if (!o->opt.alloc.alloc || !o->opt.alloc.free) {
@@ -234,6 +245,7 @@ void heat_output_close(heat_output *o)
     pthread_cond_destroy(&o->work);
     pthread_mutex_destroy(&o->mu);
     heat_index_free(&o->index);
+    heat_outdir_unlock(o->lock_fd);
     free(o->deck);
     free(o);
 }

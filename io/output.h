@@ -65,11 +65,16 @@ typedef struct heat_output_options {
 } heat_output_options;
 
 /* Checks whether `dir` may be used without creating anything: HEAT_EINPUT
- * when it holds another run's files (history.csv, *.vtkhdf, *.xmf) and mode is
- * HEAT_OUTPUT_NEW, naming a file found and the ways out (--overwrite,
- * --restart, another output.dir); HEAT_EINPUT when it exists and is not a
- * directory. Used by `heat check` and before a run starts. */
+ * when it exists and is not a directory; when a live run holds it (its lock,
+ * naming the pid); when it holds another run's files (history.csv, *.vtkhdf,
+ * *.xmf) and mode is HEAT_OUTPUT_NEW, naming a file found and the ways out
+ * (--overwrite, --restart, another output.dir). Used by `heat check` and
+ * before a run starts; heat_output_open takes the lock itself. */
 int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *err);
+
+/* Only the first of those checks: HEAT_EINPUT when `dir` exists and is not a
+ * directory (what `heat check` refuses; the rest it reports as notes). */
+int heat_output_check_path(const char *dir, heat_error *err);
 
 /* Creates the directory (with parents), opens history.csv and starts the
  * writer thread. In HEAT_OUTPUT_CONTINUE mode it first drops what belongs to

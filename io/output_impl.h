@@ -21,6 +21,20 @@ int heat_outdir_parse(const char *file, const char *name, int64_t *step, heat_fi
 int heat_outdir_is_run_file(const char *file);
 int heat_outdir_is_leftover(const char *file);
 
+/* The run's hold on its output directory: an exclusive lock (flock) on
+ * `<dir>/.heat.lock` holding the holder's pid, for the run's life. Another
+ * live holder: HEAT_EINPUT naming the directory and its pid. A lock left by
+ * a process that died is taken over, with a notice. A file system without
+ * locks: a notice, and the run goes on unlocked. *fd is -1 when unlocked. */
+int heat_outdir_lock(const char *dir, FILE *notices, int *fd, heat_error *err);
+
+/* HEAT_EINPUT when `dir` holds another run's files (history.csv, *.vtkhdf,
+ * *.xmf), naming one and the ways out. */
+int heat_outdir_check_other_run(const char *dir, heat_error *err);
+
+/* Releases the hold (the lock file stays, emptied: a clean end). */
+void heat_outdir_unlock(int fd);
+
 /* mkdir -p; HEAT_ERUNTIME naming the directory that cannot be made. */
 int heat_outdir_make(const char *dir, heat_error *err);
 

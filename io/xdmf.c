@@ -11,13 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "h5file.h"
 #include "io_util.h"
 
 int heat_xdmf_write(const char *path, const heat_case *c, const heat_xdmf_entry *e, size_t n,
                     heat_error *err)
 {
-    char tmp[HEAT_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[HEAT_PATH_MAX + HEAT_NAME_MAX + 128];
+    heat_file_tmp_path(tmp, sizeof tmp, path);
     FILE *f = fopen(tmp, "w");
     if (!f) return heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: %s", path, strerror(errno));
     const int prec = c->solver.precision == HEAT_FLOAT ? 4 : 8;

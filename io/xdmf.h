@@ -17,7 +17,7 @@ typedef struct heat_xdmf_entry {
 } heat_xdmf_entry;
 
 /* Writes the index of the snapshots `e[0..n)` (in the order given) of case
- * `c` to `path`, atomically: under `<path>.tmp`, flushed to disk, renamed.
+ * `c` to `path`, atomically: under a temporary name, flushed to disk, renamed.
  * HEAT_ERUNTIME naming `path` and the system's reason on failure. */
 int heat_xdmf_write(const char *path, const heat_case *c, const heat_xdmf_entry *e, size_t n,
                     heat_error *err);

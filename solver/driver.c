@@ -53,20 +53,50 @@ typedef struct restart_file {
     heat_file_meta meta;
 } restart_file;
 
+/* What a restart trusts beyond the checksums: a dt within the stability
+ * limit of the file's grid and diffusivity (the deck's, once they match),
+ * and a step the deck has not passed. */
+static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat_error *err)
+{
+    if (m->dt > c->d.dt_max * (1 + 1e-12))
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "corrupt: its dt = %.17g is above the stability limit dt_max = "
+                              "%.17g of its grid and diffusivity",
+                              m->dt, c->d.dt_max);
+    heat_case with_dt = *c;
+    int moved;
+    int rc = heat_case_keep_dt(&with_dt, m->dt, &moved, err);
+    if (rc) return rc;
+    const int64_t stop = with_dt.d.stop_step;
+    if (stop >= 0 && stop < m->step)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "the file is at step %lld (t = %.9g), past the last step of this "
+                              "deck, %lld (%s): raise time.end or time.max_steps",
+                              (long long)m->step, m->time, (long long)stop,
+                              stop == with_dt.d.end_step ? "time.end" : "time.max_steps");
+    return HEAT_OK;
+}
+
 /* Reads the metadata of `path`, checks it against the deck and reads the
  * field into `field`. A deck that does not match is HEAT_EINPUT with
- * *mismatch set; a file that cannot be used is HEAT_EINPUT or, damaged,
- * HEAT_ERUNTIME. Every message starts with "PATH: ". */
+ * *mismatch set; a file that cannot be used (damaged, or past the deck's
+ * end) is HEAT_EINPUT or HEAT_ERUNTIME. Every message starts with "PATH: ". */
 static int load_restart(const heat_case *c, const char *path, void *field, heat_file_meta *m,
                         int *mismatch, heat_error *err)
 {
     *mismatch = 0;
     int rc = heat_file_read_meta(path, m, err);
-    if (!rc) {
-        if ((rc = heat_file_check_case(m, c, err)))
-            *mismatch = 1;
-        else
-            rc = heat_file_read_field(path, m, c->solver.precision, field, err);
+    if (!rc && (rc = heat_file_check_case(m, c, err))) *mismatch = 1;
+    if (!rc) rc = check_restart_state(c, m, err);
+    if (!rc) rc = heat_file_read_field(path, m, c->solver.precision, field, err);
+    const int64_t bad = rc ? -1 : heat_field_first_nonfinite(c, field);
+    if (bad >= 0) {
+        char node[96];
+        heat_node_text(c, bad, node, sizeof node);
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "corrupt: the field holds NaN or Inf (first at node %s), which no "
+                            "checkpoint of a run holds",
+                            node);
     }
     if (rc) {
         heat_error_prefix(err, "%s: ", path);
@@ -100,8 +130,8 @@ static int restart_latest(const heat_case *c, const heat_run_options *opt, void 
         rc = load_restart(c, r->path, field, &r->meta, &mismatch, err);
         r->have = rc == HEAT_OK;
         if (rc && !mismatch) {
-            /* Damaged: say so and fall back to the next older one. */
-            heat_error_append(&bad, HEAT_ERUNTIME, "  %s", err->msg);
+            /* Damaged or past the end: say so and fall back to the next older one. */
+            heat_error_append(&bad, err->code, "  %s", err->msg);
             if (opt->notices)
                 fprintf(opt->notices, "notice: --restart latest: %s%s\n", err->msg,
                         i + 1 < n ? "; trying the next older checkpoint" : "");
@@ -110,9 +140,9 @@ static int restart_latest(const heat_case *c, const heat_run_options *opt, void 
     free(steps);
     if (mismatch) heat_error_prefix(err, "--restart ");
     if (r->have || mismatch) return rc;
-    return heat_error_set(err, HEAT_ERUNTIME,
-                          "--restart latest: no intact checkpoint in %s (%zu found, all "
-                          "damaged):\n%s",
+    return heat_error_set(err, bad.code,
+                          "--restart latest: no intact checkpoint in %s that this deck can "
+                          "continue (%zu found, each damaged or past the deck's end):\n%s",
                           c->output.dir, n, bad.msg);
 }
 
@@ -133,13 +163,6 @@ static int adopt_restart_dt(heat_case *c, const restart_file *r, FILE *notices, 
                 "notice: --restart: keeping the dt of %s, %.17g (this deck alone would use "
                 "%.17g), so that the run continues exactly\n",
                 r->path, c->d.dt, deck_dt);
-    const int64_t start = r->meta.step;
-    if (c->d.stop_step >= 0 && c->d.stop_step < start)
-        return heat_error_set(err, HEAT_EINPUT,
-                              "--restart %s: the file is at step %lld (t = %.9g), past the last "
-                              "step of this deck, %lld (%s): raise time.end or time.max_steps",
-                              r->path, (long long)start, r->meta.time, (long long)c->d.stop_step,
-                              c->d.stop_step == c->d.end_step ? "time.end" : "time.max_steps");
     return HEAT_OK;
 }
 

@@ -1,6 +1,7 @@
 #include "initial.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "h5file.h"
@@ -98,6 +99,31 @@ int heat_initial_check_file(const heat_case *c, FILE *notices, heat_error *err)
     return rc;
 }
 
+int64_t heat_field_first_nonfinite(const heat_case *c, const void *field)
+{
+    const int64_t n = c->d.points;
+    int64_t first = n;
+    if (c->solver.precision == HEAT_FLOAT) {
+        const float *f = field;
+#pragma omp parallel for reduction(min : first)
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(f[i]) && i < first) first = i;
+    } else {
+        const double *f = field;
+#pragma omp parallel for reduction(min : first)
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(f[i]) && i < first) first = i;
+    }
+    return first < n ? first : -1;
+}
+
+void heat_node_text(const heat_case *c, int64_t index, char *buf, size_t n)
+{
+    const int64_t nx = c->grid.n[0], ny = c->grid.n[1];
+    snprintf(buf, n, "(%lld, %lld, %lld)", (long long)(index % nx), (long long)(index / nx % ny),
+             (long long)(index / (nx * ny)));
+}
+
 /* The field of a snapshot or checkpoint, node by node. */
 static int fill_from_file(const heat_case *c, void *field, FILE *notices, heat_error *err)
 {
@@ -108,6 +134,13 @@ static int fill_from_file(const heat_case *c, void *field, FILE *notices, heat_e
     heat_file_meta_free(&m);
     if (rc) return path_error(c->initial.path, err);
     heat_initial_apply_dirichlet(c, field);
+    const int64_t bad = heat_field_first_nonfinite(c, field);
+    if (bad >= 0) {
+        char node[96];
+        heat_node_text(c, bad, node, sizeof node);
+        heat_error_set(err, HEAT_EINPUT, "the field holds NaN or Inf (first at node %s)", node);
+        return path_error(c->initial.path, err);
+    }
     return HEAT_OK;
 }
 

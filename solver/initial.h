@@ -33,6 +33,13 @@ int heat_initial_fill_with_notices(const heat_case *c, void *field, FILE *notice
  * the other types. For `heat check`. */
 int heat_initial_check_file(const heat_case *c, FILE *notices, heat_error *err);
 
+/* The index of the first value of `field` (the case's precision, nx*ny*nz
+ * values) that is NaN or Inf, or -1 when all are finite. */
+int64_t heat_field_first_nonfinite(const heat_case *c, const void *field);
+
+/* The node (i, j, k) of an index of the case's grid, as "(i, j, k)". */
+void heat_node_text(const heat_case *c, int64_t index, char *buf, size_t n);
+
 /* Sets the Dirichlet faces of `field` to their values (the second half of
  * heat_initial_fill), for fields that come from elsewhere. */
 void heat_initial_apply_dirichlet(const heat_case *c, void *field);

@@ -951,7 +951,7 @@ static void test_info(void **state)
     EXPECT_OUT(&r, "boundary y_hi    periodic");
     EXPECT_OUT(&r, "boundary z_hi    neumann du/dn = 0");
     EXPECT_OUT(&r, "written by heat ");
-    EXPECT_OUT(&r, "format          heat field file format 1");
+    EXPECT_OUT(&r, "format          heat field file format 2");
     EXPECT_OUT(&r, "checksum        verified (all 4096 values read)");
     EXPECT_OUT(&r, "deck:\n  name = \"d\";");
     EXPECT_OUT(&r, "    precision = \"float\";");

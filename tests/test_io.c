@@ -412,7 +412,7 @@ static void test_round_trip(void **state)
                     fail_msg("write: %s", err.msg);
                 /* no temporary left behind */
                 char tmp[4500];
-                snprintf(tmp, sizeof tmp, "%s.tmp", path);
+                heat_file_tmp_path(tmp, sizeof tmp, path);
                 assert_false(test_exists(tmp));
                 expect_vtkhdf_layout(path, &r.c, compress);
 
@@ -1379,7 +1379,7 @@ static void test_writer_error_surfaces(void **state)
      * fails, as a real write failure would, on the writer thread. */
     char blocked[4400], tmp[4500];
     heat_output_checkpoint_path(blocked, sizeof blocked, r.dir, r.c.name, 1);
-    snprintf(tmp, sizeof tmp, "%s.tmp", blocked);
+    heat_file_tmp_path(tmp, sizeof tmp, blocked);
     assert_int_equal(mkdir(tmp, 0755), 0);
     void *buf;
     assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
