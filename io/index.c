@@ -52,30 +52,41 @@ static int cmp_entry(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int heat_index_resume(heat_index *x, const char *dir, int64_t start_step, FILE *notices,
-                      heat_error *err)
+/* The field files of the case after start_step: a malloc'd array of names. */
+typedef struct later_files {
+    char **names;
+    size_t n, cap;
+} later_files;
+
+static void later_free(later_files *l)
 {
-    DIR *d = opendir(dir);
-    if (!d) return HEAT_OK;
+    for (size_t i = 0; i < l->n; i++) free(l->names[i]);
+    free(l->names);
+}
+
+/* One pass over the directory: the snapshots up to start_step become the
+ * entries, the files after it go to *later. */
+static int scan_dir(heat_index *x, DIR *d, const char *dir, int64_t start_step, FILE *notices,
+                    later_files *later, heat_error *err)
+{
     struct dirent *e;
-    int rc = HEAT_OK;
     while ((e = readdir(d))) {
         int64_t step;
         heat_file_kind kind;
         if (!heat_outdir_parse(e->d_name, x->c->name, &step, &kind)) continue;
-        char path[HEAT_PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (step > start_step) {
-            if (unlink(path) != 0 && errno != ENOENT) {
-                rc = heat_error_set(err, HEAT_ERUNTIME,
-                                    "restart at step %lld: cannot remove %s, written after it by "
-                                    "the interrupted run: %s",
-                                    (long long)start_step, path, strerror(errno));
-                break;
+            char *name = strdup(e->d_name);
+            if (!name || heat_io_grow((void **)&later->names, &later->cap, later->n + 1,
+                                      sizeof *later->names)) {
+                free(name);
+                return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
             }
+            later->names[later->n++] = name;
             continue;
         }
         if (kind != HEAT_FILE_SNAPSHOT) continue;
+        char path[HEAT_PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         heat_file_meta m;
         heat_error e2;
         if (heat_file_read_meta(path, &m, &e2) != HEAT_OK) {
@@ -85,14 +96,31 @@ int heat_index_resume(heat_index *x, const char *dir, int64_t start_step, FILE *
         }
         double t = m.time;
         heat_file_meta_free(&m);
-        if (append(x, step, t)) {
-            rc = heat_error_set(err, HEAT_ERUNTIME, "out of memory");
-            break;
-        }
+        if (append(x, step, t)) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     }
-    closedir(d);
-    if (rc) return rc;
-    qsort(x->entries, x->n, sizeof *x->entries, cmp_entry);
-    if (x->n > 0 || access(x->path, F_OK) == 0) return write_index(x, err);
     return HEAT_OK;
+}
+
+int heat_index_resume(heat_index *x, const char *dir, int64_t start_step, FILE *notices,
+                      heat_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return HEAT_OK;
+    later_files later = {0};
+    int rc = scan_dir(x, d, dir, start_step, notices, &later, err);
+    closedir(d);
+    /* The index first, so that it never lists a file already removed. */
+    if (!rc && x->n > 0) qsort(x->entries, x->n, sizeof *x->entries, cmp_entry);
+    if (!rc && (x->n > 0 || access(x->path, F_OK) == 0)) rc = write_index(x, err);
+    for (size_t i = 0; i < later.n && !rc; i++) {
+        char path[HEAT_PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, later.names[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = heat_error_set(err, HEAT_ERUNTIME,
+                                "restart at step %lld: cannot remove %s, written after it by the "
+                                "interrupted run: %s",
+                                (long long)start_step, path, strerror(errno));
+    }
+    later_free(&later);
+    return rc;
 }
