@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "driver.h"
+#include "signals.h"
 
 const char heat_usage_run[] =
     "usage: heat run [DECK] [options]\n"
@@ -39,6 +40,8 @@ const char heat_usage_run[] =
 
 int heat_cmd_run(const heat_cli_args *a)
 {
+    /* First, so that a signal while the deck loads is caught, not fatal. */
+    heat_signals_install();
     heat_case c;
     char *text = NULL;
     int lrc = heat_cli_load_case(a, &c, &text);
@@ -61,6 +64,15 @@ int heat_cmd_run(const heat_cli_args *a)
         fprintf(stderr, "heat: stopped by %s at step %lld\n",
                 res.signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)res.final_step);
         return 128 + res.signal;
+    }
+    if (res.reason == HEAT_STOP_STALLED) {
+        fprintf(stderr,
+                "heat: the residual stalled at %.6e, above steady.tolerance = %.6e: it set no new "
+                "low in %lld checks (steady.stall_checks), which is what rounding in %s allows "
+                "here; the final state is written. Use double precision or a larger tolerance\n",
+                res.last_residual, c.steady.tolerance, (long long)c.steady.stall_checks,
+                heat_precision_name(c.solver.precision));
+        return 3;
     }
     return 0;
 }

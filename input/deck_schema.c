@@ -133,14 +133,20 @@ static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
 
 static void v_steady(vctx *v, const config_setting_t *root, heat_case *c)
 {
-    static const char *const keys[] = {"tolerance", "check_every", NULL};
+    static const char *const keys[] = {"tolerance", "check_every", "stall_checks", NULL};
     c->steady.check_every = 100;
+    c->steady.stall_checks = 100;
     const config_setting_t *g = get_group(v, root, "steady", 0, NULL);
     if (!g) return;
     check_keys(v, g, keys, NULL);
     c->steady.enabled = 1;
     if (get_number(v, g, "tolerance", 1, &c->steady.tolerance) == 1 && !(c->steady.tolerance > 0))
         bad(v, MEMBER(g, "tolerance"), "the tolerance must be > 0");
+    if (get_int(v, g, "stall_checks", 0, &c->steady.stall_checks) == 1 &&
+        c->steady.stall_checks < 0)
+        bad(v, MEMBER(g, "stall_checks"),
+            "expected an integer >= 0 (checks without a new low residual before the run stops "
+            "as stalled; 0: never)");
     if (get_int(v, g, "check_every", 0, &c->steady.check_every) == 1 && c->steady.check_every < 1)
         bad(v, MEMBER(g, "check_every"), "check_every must be >= 1");
 }

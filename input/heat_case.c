@@ -198,6 +198,29 @@ int heat_case_keep_dt(heat_case *c, double dt, int *end_moved, heat_error *err)
     return check_dt(c, err);
 }
 
+double heat_case_value_scale(const heat_case *c)
+{
+    double u = 0;
+    for (int f = 0; f < 2 * c->grid.dims; f++)
+        if (c->bc[f].type == HEAT_BC_DIRICHLET) u = fmax(u, fabs(c->bc[f].value));
+    switch (c->initial.type) {
+    case HEAT_INIT_CONSTANT:
+        return fmax(u, fabs(c->initial.value));
+    case HEAT_INIT_GAUSSIAN:
+        return fmax(u, fabs(c->initial.base) + fabs(c->initial.amplitude));
+    case HEAT_INIT_SINE:
+        return fmax(u, fabs(c->initial.amplitude));
+    default:
+        return u;
+    }
+}
+
+double heat_case_residual_floor(const heat_case *c, double umax)
+{
+    const double eps = c->solver.precision == HEAT_FLOAT ? 0x1p-23 : 0x1p-52;
+    return eps * umax / c->d.dt;
+}
+
 double heat_case_time(const heat_case *c, int64_t step)
 {
     if (c->d.end_step >= 0 && step == c->d.end_step) return c->time.end;

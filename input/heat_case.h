@@ -88,6 +88,8 @@ typedef struct heat_case {
         int enabled;
         double tolerance;
         int64_t check_every;
+        int64_t
+            stall_checks; /* stop when the residual sets no new low in this many checks; 0: never */
     } steady;
 
     struct {
@@ -179,6 +181,17 @@ int heat_case_derive(heat_case *c, heat_error *err);
  * steps, time.end moves to that step's time and *end_moved is set; stop_step
  * follows. HEAT_EINPUT when the step count would not fit. */
 int heat_case_keep_dt(heat_case *c, double dt, int *end_moved, heat_error *err);
+
+/* The largest |u| the deck's values suggest (Dirichlet values, the initial
+ * condition's constant, base + amplitude or amplitude), for estimates made
+ * before the field exists; 0 when nothing is known (initial.type = file). */
+double heat_case_value_scale(const heat_case *c);
+
+/* The residual max |du/dt| that rounding alone leaves at values of size
+ * `umax`: eps umax / dt, eps the precision's machine epsilon (2^-23 in float,
+ * 2^-52 in double). A steady tolerance below it may never be reached: the
+ * changes of single ulps go on for ever. */
+double heat_case_residual_floor(const heat_case *c, double umax);
 
 /* Simulated time at `step`: step * dt, and exactly time.end at end_step. */
 double heat_case_time(const heat_case *c, int64_t step);

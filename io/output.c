@@ -219,6 +219,10 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
     else if (resume)
         rc = heat_index_resume(&o->index, o->dir, opt->start_step, opt->notices, err);
     if (!rc) rc = heat_history_open(o->history_path, resume, opt->start_step, &o->history, err);
+    /* A run killed between writing a checkpoint and removing the oldest
+     * leaves one too many: the kept number holds from the start. */
+    if (!rc && resume)
+        heat_outdir_rotate(o->dir, c->name, c->output.keep_checkpoints, opt->notices);
     if (!rc) rc = start_writer(o, err);
     if (rc) {
         heat_output_close(o);

@@ -27,6 +27,8 @@ const char *heat_stop_reason_text(heat_stop_reason r)
         return "reached steady state";
     case HEAT_STOP_SIGNAL:
         return "interrupted by a signal";
+    case HEAT_STOP_STALLED:
+        return "stopped: the residual stalled above steady.tolerance";
     }
     return "?";
 }
@@ -43,6 +45,8 @@ typedef struct run_state {
     double t0, last_checkpoint_wall;
     int64_t chunk_max; /* grows to about 0.1 s of work per call */
     double residual;
+    double best_residual;   /* the lowest residual of a steady check so far */
+    int64_t checks_no_best; /* steady checks since it was set */
 } run_state;
 
 /* ---- opening: a restart or the initial condition --------------------------- */
@@ -191,6 +195,24 @@ static int start_field(run_state *s, void *field, restart_file *r, heat_error *e
     return heat_initial_fill_with_notices(c, field, opt->notices, err);
 }
 
+/* A steady tolerance below what the precision resolves at the start field's
+ * values is said before the run: it may stall instead of stopping. */
+static void notice_floor(const heat_case *c, const void *field, FILE *notices)
+{
+    if (!notices || !c->steady.enabled) return;
+    const double umax = heat_field_max_abs(c, field);
+    const double floor = heat_case_residual_floor(c, umax);
+    if (c->steady.tolerance < floor)
+        fprintf(notices,
+                "notice: steady.tolerance = %.3g lies below what %s resolves here: rounding "
+                "alone leaves max |du/dt| near eps |u|max / dt = %.3g (|u|max = %.3g, dt = "
+                "%.3g); the residual may stall above the tolerance, and then the run stops "
+                "after steady.stall_checks = %lld checks without a new low (exit status 3). "
+                "Use double precision or a tolerance of at least %.2g\n",
+                c->steady.tolerance, heat_precision_name(c->solver.precision), floor, umax, c->d.dt,
+                (long long)c->steady.stall_checks, floor);
+}
+
 static void *backend_host_alloc(size_t bytes, void *ctx)
 {
     return heat_backend_host_alloc(ctx, bytes);
@@ -214,6 +236,7 @@ static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, 
               : heat_error_set(err, HEAT_ERUNTIME, "cannot allocate %.3g GB for the initial field",
                                (double)bytes / 1e9);
     if (!rc) rc = start_field(s, field, &r, err);
+    if (!rc) notice_floor(c, field, s->opt->notices);
     if (!rc) rc = heat_backend_create(c, s->opt->notices, &s->b, err);
     if (!rc) rc = heat_backend_upload(s->b, field, err);
     free(field);
@@ -292,9 +315,25 @@ static int run_chunk(run_state *s, int64_t due, int *check, double *wall, heat_e
     return HEAT_OK;
 }
 
+/* A steady check that misses the tolerance: the residual of forward Euler
+ * with r <= 1/2 never grows (max |du/dt| is contracted by each step), so a
+ * residual that sets no new low for steady.stall_checks checks has hit what
+ * the precision can resolve. Returns 1 then. */
+static int stalled(run_state *s)
+{
+    if (s->residual < s->best_residual) {
+        s->best_residual = s->residual;
+        s->checks_no_best = 0;
+        return 0;
+    }
+    s->checks_no_best++;
+    return s->c->steady.stall_checks > 0 && s->checks_no_best >= s->c->steady.stall_checks;
+}
+
 /* A check step: the residual must be finite; history.csv gets its row; sets
- * *steady when the steady tolerance is met. */
-static int check_step(run_state *s, double wall, heat_run_result *res, int *steady, heat_error *err)
+ * *stop to HEAT_STOP_STEADY when the steady tolerance is met, or to
+ * HEAT_STOP_STALLED when the residual has stopped falling (else -1). */
+static int check_step(run_state *s, double wall, heat_run_result *res, int *stop, heat_error *err)
 {
     const heat_case *c = s->c;
     const double t = heat_case_time(c, s->step);
@@ -306,8 +345,13 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stea
                               "at the initial and boundary values, or use a smaller time.dt",
                               (long long)s->step, t);
     int rc = heat_output_history(s->out, s->step, t, s->residual, wall, err);
-    *steady = !rc && c->steady.enabled && s->step % c->steady.check_every == 0 &&
-              s->residual <= c->steady.tolerance;
+    *stop = -1;
+    if (!rc && c->steady.enabled && s->step % c->steady.check_every == 0) {
+        if (s->residual <= c->steady.tolerance)
+            *stop = HEAT_STOP_STEADY;
+        else if (stalled(s))
+            *stop = HEAT_STOP_STALLED;
+    }
     return rc;
 }
 
@@ -362,13 +406,19 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
         res->reason = stop_reason_at(c, s->step);
         return HEAT_OK;
     }
+    if (heat_signals_caught()) { /* before the first step: stop where the run starts */
+        res->reason = HEAT_STOP_SIGNAL;
+        res->signal = heat_signals_caught();
+        return HEAT_OK;
+    }
     for (;;) {
-        int check, stopped = 0, rc;
+        int check, stopped = 0, rc, why = -1;
         double wall;
         if ((rc = run_chunk(s, next_due_step(s), &check, &wall, err))) return rc;
-        if (check && (rc = check_step(s, wall, res, &stopped, err))) return rc;
-        if (stopped) {
-            res->reason = HEAT_STOP_STEADY;
+        if (check && (rc = check_step(s, wall, res, &why, err))) return rc;
+        if (why >= 0) {
+            res->reason = (heat_stop_reason)why;
+            stopped = 1;
         } else if (heat_signals_caught()) {
             res->reason = HEAT_STOP_SIGNAL;
             res->signal = heat_signals_caught();
@@ -428,7 +478,11 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
     /* Everything that can be refused is checked before anything is written. */
     int rc = heat_output_check_dir(deck_case->output.dir, mode, err);
     if (rc) return rc;
-    run_state s = {.opt = opt, .last_snapshot = -1, .last_checkpoint = -1, .residual = NAN};
+    run_state s = {.opt = opt,
+                   .last_snapshot = -1,
+                   .last_checkpoint = -1,
+                   .residual = NAN,
+                   .best_residual = INFINITY};
     if (!(s.c = malloc(sizeof *s.c))) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     *s.c = *deck_case;
     s.chunk_max = s.c->solver.temporal_block;

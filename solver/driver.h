@@ -21,6 +21,7 @@ typedef enum {
     HEAT_STOP_MAX_STEPS, /* the step number reached time.max_steps */
     HEAT_STOP_STEADY,    /* max |du|/dt fell to steady.tolerance */
     HEAT_STOP_SIGNAL,    /* SIGINT or SIGTERM */
+    HEAT_STOP_STALLED,   /* the residual set no new low in steady.stall_checks checks */
 } heat_stop_reason;
 
 typedef struct heat_run_options {

@@ -117,6 +117,22 @@ int64_t heat_field_first_nonfinite(const heat_case *c, const void *field)
     return first < n ? first : -1;
 }
 
+double heat_field_max_abs(const heat_case *c, const void *field)
+{
+    const int64_t n = c->d.points;
+    double m = 0;
+    if (c->solver.precision == HEAT_FLOAT) {
+        const float *f = field;
+#pragma omp parallel for reduction(max : m)
+        for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)f[i]));
+    } else {
+        const double *f = field;
+#pragma omp parallel for reduction(max : m)
+        for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(f[i]));
+    }
+    return m;
+}
+
 void heat_node_text(const heat_case *c, int64_t index, char *buf, size_t n)
 {
     const int64_t nx = c->grid.n[0], ny = c->grid.n[1];

@@ -37,6 +37,9 @@ int heat_initial_check_file(const heat_case *c, FILE *notices, heat_error *err);
  * values) that is NaN or Inf, or -1 when all are finite. */
 int64_t heat_field_first_nonfinite(const heat_case *c, const void *field);
 
+/* max |u| over `field` (the case's precision); NaN when a value is NaN. */
+double heat_field_max_abs(const heat_case *c, const void *field);
+
 /* The node (i, j, k) of an index of the case's grid, as "(i, j, k)". */
 void heat_node_text(const heat_case *c, int64_t index, char *buf, size_t n);
 

@@ -12,6 +12,9 @@ static void on_signal(int sig)
 
 void heat_signals_install(void)
 {
+    static int installed;
+    if (installed) return; /* again would undo the reset of a signal already caught */
+    installed = 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

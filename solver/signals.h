@@ -4,7 +4,8 @@
 #ifndef HEAT_SIGNALS_H
 #define HEAT_SIGNALS_H
 
-/* Installs the handlers. */
+/* Installs the handlers (once; later calls do nothing). `heat run` does it
+ * first thing, so that a signal during start-up is not lost either. */
 void heat_signals_install(void);
 
 /* The signal number caught so far (SIGINT or SIGTERM), or 0. */
