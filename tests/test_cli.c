@@ -63,21 +63,10 @@ static void expect_rc(const result *r, int rc)
                  r->err);
 }
 
-/* Asserts that `text` (stdout or stderr, named by `what`) contains `needle`. */
-static void expect_in(const char *what, const char *text, const char *needle)
-{
-    if (!strstr(text, needle)) fail_msg("%s does not contain \"%s\":\n%s", what, needle, text);
-}
-
-static void expect_not_in(const char *what, const char *text, const char *needle)
-{
-    if (strstr(text, needle)) fail_msg("%s contains \"%s\":\n%s", what, needle, text);
-}
-
-#define EXPECT_OUT(r, s)     expect_in("stdout", (r)->out, (s))
-#define EXPECT_ERR(r, s)     expect_in("stderr", (r)->err, (s))
-#define EXPECT_NOT_OUT(r, s) expect_not_in("stdout", (r)->out, (s))
-#define EXPECT_NOT_ERR(r, s) expect_not_in("stderr", (r)->err, (s))
+#define EXPECT_OUT(r, s)     test_expect_in("stdout", (r)->out, (s))
+#define EXPECT_ERR(r, s)     test_expect_in("stderr", (r)->err, (s))
+#define EXPECT_NOT_OUT(r, s) test_expect_not_in("stdout", (r)->out, (s))
+#define EXPECT_NOT_ERR(r, s) test_expect_not_in("stderr", (r)->err, (s))
 
 /* A scratch directory of our own, copied out of test_scratch_dir's storage. */
 static void scratch(char *buf, size_t n, const char *name)
@@ -1236,8 +1225,8 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
         fail_msg("exit status %d, expected %d\nstderr:\n%s", WEXITSTATUS(st), 128 + sig, err);
     char want[64];
     snprintf(want, sizeof want, "stopped by %s at step ", sig_name);
-    expect_in("stderr", err, want);
-    expect_in("stdout", out, "interrupted by a signal at step ");
+    test_expect_in("stderr", err, want);
+    test_expect_in("stdout", out, "interrupted by a signal at step ");
     /* and it got somewhere before that */
     const char *at = strstr(err, want);
     const long long stop = strtoll(at + strlen(want), NULL, 10);

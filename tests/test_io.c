@@ -140,12 +140,6 @@ static void run_ok(const run_case *r, const char *restart, void *field_out, heat
     if (rc != HEAT_OK) fail_msg("heat_run (%s) returned %d: %s", r->dir, rc, err.msg);
 }
 
-static void expect_in(const char *what, const char *text, const char *needle)
-{
-    if (!text || !strstr(text, needle))
-        fail_msg("%s does not contain \"%s\":\n%s", what, needle, text ? text : "(null)");
-}
-
 /* Bit for bit; fails naming the first differing value. */
 static void expect_same_bits(const heat_case *c, const void *got, const void *want,
                              const char *what)
@@ -490,8 +484,8 @@ static void test_flipped_byte_is_corrupt(void **state)
         int rc = heat_file_read_field(path, &got, got.precision, back, &err);
         assert_int_equal(rc, HEAT_ERUNTIME);
         /* The reader says what is wrong; the caller names the file. */
-        expect_in("error", err.msg, "corrupt: ");
-        if (compress == 0) expect_in("error", err.msg, "Fletcher-32 checksum");
+        test_expect_in("error", err.msg, "corrupt: ");
+        if (compress == 0) test_expect_in("error", err.msg, "Fletcher-32 checksum");
         heat_file_meta_free(&got);
         free(back);
         free(f);
@@ -510,12 +504,12 @@ static void test_not_heat_files(void **state)
 
     snprintf(path, sizeof path, "%s/missing.vtkhdf", d);
     assert_int_equal(heat_file_read_meta(path, &m, &err), HEAT_EINPUT);
-    expect_in("error", err.msg, "cannot read the file: No such file");
+    test_expect_in("error", err.msg, "cannot read the file: No such file");
 
     snprintf(path, sizeof path, "%s/text.vtkhdf", d);
     test_write_file(path, "hello\n");
     assert_int_equal(heat_file_read_meta(path, &m, &err), HEAT_EINPUT);
-    expect_in("error", err.msg, "not an HDF5 file");
+    test_expect_in("error", err.msg, "not an HDF5 file");
 
     /* an HDF5 file that is not ours */
     snprintf(path, sizeof path, "%s/other.h5", d);
@@ -523,8 +517,8 @@ static void test_not_heat_files(void **state)
     assert_true(f >= 0);
     H5Fclose(f);
     assert_int_equal(heat_file_read_meta(path, &m, &err), HEAT_EINPUT);
-    expect_in("error", err.msg, "not a heat snapshot or checkpoint");
-    expect_in("error", err.msg, "heat_format_version");
+    test_expect_in("error", err.msg, "not a heat snapshot or checkpoint");
+    test_expect_in("error", err.msg, "heat_format_version");
 }
 
 /* ---- runs ----------------------------------------------------------------- */
@@ -735,7 +729,7 @@ static void test_restart_to_end_time(void **state)
     notices = NULL;
     rc = run(&b3, "latest", NULL, &rb, &notices, &err);
     if (rc) fail_msg("%s", err.msg);
-    expect_in("notices", notices, "keeping the dt of");
+    test_expect_in("notices", notices, "keeping the dt of");
     char ckpt[4400];
     path_of(ckpt, sizeof ckpt, &b3, 1, rb.final_step);
     heat_file_meta m;
@@ -802,9 +796,9 @@ static void test_restart_incompatible(void **state)
         heat_error err;
         int rc = run(&b, ckpt, NULL, &res, NULL, &err);
         assert_int_equal(rc, HEAT_EINPUT);
-        expect_in("error", err.msg, ckpt);
-        expect_in("error", err.msg, "does not match the checkpoint");
-        expect_in("error", err.msg, cases[i].want);
+        test_expect_in("error", err.msg, ckpt);
+        test_expect_in("error", err.msg, "does not match the checkpoint");
+        test_expect_in("error", err.msg, cases[i].want);
         /* nothing written */
         char *now = test_read_file(history);
         assert_string_equal(now, before);
@@ -821,8 +815,8 @@ static void test_restart_incompatible(void **state)
     load_case(&b, bc_sets[3][1], dir, both);
     heat_error err;
     assert_int_equal(run(&b, ckpt, NULL, &res, NULL, &err), HEAT_EINPUT);
-    expect_in("error", err.msg, "material.diffusivity");
-    expect_in("error", err.msg, "solver.precision");
+    test_expect_in("error", err.msg, "material.diffusivity");
+    test_expect_in("error", err.msg, "solver.precision");
     free_case(&b);
     free(before);
     free_case(&r);
@@ -881,7 +875,7 @@ static void test_initial_from_file(void **state)
     load_case(&r, bc_sets[3][1], fdir, fsets);
     char *notices = NULL;
     assert_int_equal(run(&r, NULL, NULL, &res, &notices, &err), HEAT_OK);
-    expect_in("notices", notices, "converting the file's double field to float");
+    test_expect_in("notices", notices, "converting the file's double field to float");
     free(notices);
     path_of(snap0, sizeof snap0, &r, 0, 0);
     float *gf = test_read_field(snap0, &m);
@@ -901,11 +895,11 @@ static void test_initial_from_file(void **state)
     load_case(&r, bc_sets[3][1], gdir, gsets);
     void *g2 = xmalloc(field_bytes(&r.c));
     assert_int_equal(heat_initial_fill(&r.c, g2, &err), HEAT_EINPUT);
-    expect_in("error", err.msg, "initial.path");
-    expect_in("error", err.msg, "17 x 13 x 9");
-    expect_in("error", err.msg, "grid.points = [17, 13, 1]");
+    test_expect_in("error", err.msg, "initial.path");
+    test_expect_in("error", err.msg, "17 x 13 x 9");
+    test_expect_in("error", err.msg, "grid.points = [17, 13, 1]");
     assert_int_equal(run(&r, NULL, NULL, &res, NULL, &err), HEAT_EINPUT);
-    expect_in("error", err.msg, "17 x 13 x 9");
+    test_expect_in("error", err.msg, "17 x 13 x 9");
     free(g2);
     free_case(&r);
 
@@ -917,8 +911,8 @@ static void test_initial_from_file(void **state)
     heat_case c;
     assert_int_equal(heat_deck_load_string(deck, "io", msets, 1, &c, NULL, NULL, &err),
                      HEAT_EINPUT);
-    expect_in("error", err.msg, "none.vtkhdf");
-    expect_in("error", err.msg, "cannot read the file");
+    test_expect_in("error", err.msg, "none.vtkhdf");
+    test_expect_in("error", err.msg, "cannot read the file");
 
     /* A file that is there but not ours: refused before the run, exit 2. */
     char text[4400], tset[4600];
@@ -930,8 +924,8 @@ static void test_initial_from_file(void **state)
     snprintf(tdir, sizeof tdir, "%s/t", d);
     load_case(&r, bc_sets[3][1], tdir, tsets);
     assert_int_equal(run(&r, NULL, NULL, &res, NULL, &err), HEAT_EINPUT);
-    expect_in("error", err.msg, "initial.path");
-    expect_in("error", err.msg, "not a heat snapshot or checkpoint");
+    test_expect_in("error", err.msg, "initial.path");
+    test_expect_in("error", err.msg, "not a heat snapshot or checkpoint");
     assert_false(test_exists(tdir)); /* nothing written */
     free_case(&r);
     free(want);
@@ -964,9 +958,9 @@ static void test_latest_skips_damaged(void **state)
     heat_error err;
     int rc = run(&b2, "latest", fb, &rb, &notices, &err);
     if (rc) fail_msg("%s", err.msg);
-    expect_in("notices", notices, c12);
-    expect_in("notices", notices, ": corrupt: ");
-    expect_in("notices", notices, "trying the next older checkpoint");
+    test_expect_in("notices", notices, c12);
+    test_expect_in("notices", notices, ": corrupt: ");
+    test_expect_in("notices", notices, "trying the next older checkpoint");
     assert_int_equal(rb.start_step, 10);
     expect_same_bits(&a.c, fb, fa, "restart past a damaged checkpoint");
     free(notices);
@@ -1000,10 +994,10 @@ static void test_latest_all_damaged(void **state)
     char *notices = NULL;
     heat_error err;
     assert_int_equal(run(&b2, "latest", NULL, &rb, &notices, &err), HEAT_ERUNTIME);
-    expect_in("error", err.msg, "no intact checkpoint");
-    expect_in("error", err.msg, c10);
-    expect_in("error", err.msg, c5);
-    expect_in("notices", notices, "trying the next older checkpoint");
+    test_expect_in("error", err.msg, "no intact checkpoint");
+    test_expect_in("error", err.msg, c10);
+    test_expect_in("error", err.msg, c5);
+    test_expect_in("notices", notices, "trying the next older checkpoint");
     char *after = test_read_file(history);
     assert_string_equal(before, after); /* nothing written */
     free(before);
@@ -1011,7 +1005,7 @@ static void test_latest_all_damaged(void **state)
     free(notices);
     /* and an explicit damaged path is a runtime error too */
     assert_int_equal(run(&b2, c10, NULL, &rb, NULL, &err), HEAT_ERUNTIME);
-    expect_in("error", err.msg, "corrupt");
+    test_expect_in("error", err.msg, "corrupt");
     free_case(&b1);
     free_case(&b2);
 }
@@ -1102,8 +1096,8 @@ static void test_injected_write_failure(void **state)
     int rc = test_run_heat(dir, argv, &out, &err);
     unsetenv("HEAT_TEST_FAIL_WRITE");
     if (rc != 1) fail_msg("exit status %d, expected 1\nstderr:\n%s", rc, err);
-    expect_in("stderr", err, "cannot write res/w_ckpt_00000015.vtkhdf");
-    expect_in("stderr", err, "injected failure");
+    test_expect_in("stderr", err, "cannot write res/w_ckpt_00000015.vtkhdf");
+    test_expect_in("stderr", err, "injected failure");
     free(out);
     free(err);
     char p[4400];
@@ -1120,7 +1114,7 @@ static void test_injected_write_failure(void **state)
     const char *again[] = {"run", "w.cfg", "--restart", "latest", NULL};
     rc = test_run_heat(dir, again, &out, &err);
     if (rc != 0) fail_msg("exit status %d\nstderr:\n%s", rc, err);
-    expect_in("stdout", out, "continuing from res/w_ckpt_00000010.vtkhdf at step 10");
+    test_expect_in("stdout", out, "continuing from res/w_ckpt_00000010.vtkhdf at step 10");
     free(out);
     free(err);
 }
@@ -1145,8 +1139,8 @@ static void test_disk_full(void **state)
                           NULL};
     rc = test_run_heat_fsize(dir, more, 16384, &out, &err);
     if (rc != 1) fail_msg("exit status %d, expected 1\nstderr:\n%s", rc, err);
-    expect_in("stderr", err, "cannot write res/w_ckpt_00000025.vtkhdf");
-    expect_in("stderr", err, "File too large");
+    test_expect_in("stderr", err, "cannot write res/w_ckpt_00000025.vtkhdf");
+    test_expect_in("stderr", err, "File too large");
     free(out);
     free(err);
     char p[4400];
@@ -1183,8 +1177,8 @@ static void test_read_only_directory(void **state)
     int rc = test_run_heat(dir, more, &out, &err);
     chmod(res, 0755);
     if (rc != 1) fail_msg("exit status %d, expected 1\nstderr:\n%s", rc, err);
-    expect_in("stderr", err, "res/");
-    expect_in("stderr", err, "Permission denied");
+    test_expect_in("stderr", err, "res/");
+    test_expect_in("stderr", err, "Permission denied");
     free(out);
     free(err);
     char p[4400];
@@ -1391,8 +1385,8 @@ static void test_writer_error_surfaces(void **state)
     assert_int_equal(heat_output_submit(o, buf, 1, 0.5, HEAT_OUTPUT_CHECKPOINT, &err), HEAT_OK);
     heat_error_clear(&err);
     assert_int_equal(heat_output_flush(o, &err), HEAT_ERUNTIME);
-    expect_in("error", err.msg, "cannot write");
-    expect_in("error", err.msg, blocked);
+    test_expect_in("error", err.msg, "cannot write");
+    test_expect_in("error", err.msg, blocked);
     /* and every later call says the same */
     heat_error e2;
     assert_int_equal(heat_output_history(o, 2, 1.0, NAN, 0.0, &e2), HEAT_ERUNTIME);
