@@ -159,15 +159,11 @@ static void history_rows_at(const char *csv, long long step, int *rows, int *wit
     }
 }
 
-static void test_restart(void **state)
+/* --restart latest with no checkpoint yet: says so and starts from the
+ * initial condition. */
+static void restart_latest_without_checkpoint(const char *dir)
 {
-    (void)state;
-    char dir[4096];
-    scratch(dir, sizeof dir, "restart");
-    write_small_deck(dir);
     result r;
-
-    /* latest with no checkpoint: says so and starts from the initial condition */
     heat(&r, dir, "run", "d.cfg", "--restart", "latest", NULL);
     expect_rc(&r, 0);
     EXPECT_ERR(&r, "--restart latest: no checkpoint in res");
@@ -179,9 +175,13 @@ static void test_restart(void **state)
     assert_int_equal(last_history_row(csv, NULL, NULL), 16);
     free(csv);
     assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
+}
 
-    /* latest now finds the final checkpoint; a later time.end continues it
-     * with the checkpoint's dt (0.01/16 divides 0.02) */
+/* latest now finds the final checkpoint; a later time.end continues it with
+ * the checkpoint's dt (0.01/16 divides 0.02). */
+static void restart_latest_continues(const char *dir)
+{
+    result r;
     heat(&r, dir, "run", "d.cfg", "--restart=latest", "--set", "time.end=0.02", NULL);
     expect_rc(&r, 0);
     EXPECT_OUT(&r, "continuing from res/d_ckpt_00000016.vtkhdf at step 16, t = 0.01");
@@ -189,7 +189,7 @@ static void test_restart(void **state)
     EXPECT_OUT(&r, "steps 16 (from 16)");
     EXPECT_NOT_ERR(&r, "keeping the dt");
     result_free(&r);
-    csv = read_in(dir, "res/history.csv");
+    char *csv = read_in(dir, "res/history.csv");
     /* rows are not written twice: step 0 once; step 16 keeps its residual
      * and gains one mark of the restart; 32 once */
     int rows, with_res;
@@ -205,7 +205,13 @@ static void test_restart(void **state)
     /* rotation: the newest two checkpoints */
     assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
     assert_true(exists_in(dir, "res/d_ckpt_00000032.vtkhdf"));
+}
 
+/* Restarts that run: at the deck's last step, to a time.end off the
+ * checkpoint's steps, and from a file without a deck. */
+static void restart_from_checkpoints(const char *dir)
+{
+    result r;
     /* restarting at the last step of the deck: nothing to run, no error */
     heat(&r, dir, "run", "d.cfg", "--restart=latest", "--set", "time.end=0.02", "-q", NULL);
     expect_rc(&r, 0);
@@ -228,7 +234,12 @@ static void test_restart(void **state)
     EXPECT_OUT(&r, "heat: d: 16 x 16 x 16 points");
     EXPECT_OUT(&r, "reached time.end at step 24, t = 0.015");
     result_free(&r);
+}
 
+/* Checkpoints that do not fit the deck: exit 2 before anything is written. */
+static void restart_refuses_mismatch(const char *dir)
+{
+    result r;
     /* past the deck's end: refused before anything is written */
     char *before = read_in(dir, "res/history.csv");
     heat(&r, dir, "run", "d.cfg", "--restart", "res/d_ckpt_00000024.vtkhdf", NULL);
@@ -249,7 +260,12 @@ static void test_restart(void **state)
     assert_string_equal(before, after);
     free(after);
     free(before);
+}
 
+/* --restart naming a file that is missing or not a heat file: exit 2. */
+static void restart_refuses_bad_files(const char *dir)
+{
+    result r;
     /* a checkpoint file that is not there: exit 2 */
     heat(&r, dir, "run", "d.cfg", "--restart", "nowhere.vtkhdf", NULL);
     expect_rc(&r, 2);
@@ -264,6 +280,21 @@ static void test_restart(void **state)
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "not a heat snapshot or checkpoint");
     result_free(&r);
+}
+
+/* One run continued through --restart in its steps, each using the files
+ * the ones before it left. */
+static void test_restart(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "restart");
+    write_small_deck(dir);
+    restart_latest_without_checkpoint(dir);
+    restart_latest_continues(dir);
+    restart_from_checkpoints(dir);
+    restart_refuses_mismatch(dir);
+    restart_refuses_bad_files(dir);
 }
 
 /* ---- stop reasons, history.csv ----------------------------------------- */
@@ -412,19 +443,11 @@ static void sleep_seconds(double s)
     }
 }
 
-/* Starts a long run in `dir`, sends `sig` about a second in, and checks that
- * heat stopped itself with exit status 128 + sig and said so. */
-static void run_and_signal(const char *name, int sig, const char *sig_name)
+/* Starts `heat run long.cfg` in `dir` on a 64^3 grid, output to the files
+ * named, with default signal dispositions; returns its pid. */
+static pid_t start_long_run(const char *dir, const char *out_path, const char *err_path)
 {
-    char dir[4096], out_path[4200], err_path[4200];
-    scratch(dir, sizeof dir, name);
-    /* 64^3 for 10^8 steps: minutes of work, so only the signal ends it */
-    write_deck(dir, "long.cfg", "time = { max_steps = 100000000; };", "");
-    path_in(out_path, sizeof out_path, dir, "stdout.txt");
-    path_in(err_path, sizeof err_path, dir, "stderr.txt");
-
     fflush(NULL);
-    const double t0 = now_seconds();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -444,9 +467,13 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
               (char *)NULL);
         _exit(127);
     }
+    return pid;
+}
 
-    /* Wait until the run is under way (its first history row comes after
-     * the handlers are installed), and at least a second has gone by. */
+/* Waits until the run is under way (its first history row comes after the
+ * handlers are installed), and at least a second has gone by since t0. */
+static void wait_until_running(pid_t pid, const char *dir, const char *err_path, double t0)
+{
     char hist[4200];
     path_in(hist, sizeof hist, dir, "res/history.csv");
     int st = 0, started = 0;
@@ -466,11 +493,14 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
         waitpid(pid, &st, 0);
         fail_msg("heat did not start its run within 30 s");
     }
-    assert_int_equal(kill(pid, sig), 0);
+}
 
-    /* It stops after the current step: well within a few seconds. */
+/* Waits for heat to stop after `sig_name` (after the current step: well
+ * within a few seconds); returns its wait status. */
+static int wait_for_stop(pid_t pid, const char *sig_name)
+{
     const double t1 = now_seconds();
-    int done = 0;
+    int st = 0, done = 0;
     while (!done && now_seconds() - t1 < 20) {
         done = waitpid(pid, &st, WNOHANG) == pid;
         if (!done) sleep_seconds(0.02);
@@ -480,6 +510,14 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
         waitpid(pid, &st, 0);
         fail_msg("heat did not stop within 20 s of %s", sig_name);
     }
+    return st;
+}
+
+/* Checks that heat stopped itself with exit status 128 + sig and said so;
+ * returns the step it stopped at. */
+static long long expect_stopped_by(int st, int sig, const char *sig_name, const char *out_path,
+                                   const char *err_path)
+{
     char *out = test_read_file(out_path), *err = test_read_file(err_path);
     assert_non_null(out);
     assert_non_null(err);
@@ -499,9 +537,13 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
     assert_true(stop > 0);
     free(out);
     free(err);
+    return stop;
+}
 
-    /* The checkpoint of the step it stopped at is complete on disk, and the
-     * run can go on from it. */
+/* The checkpoint of the step it stopped at is complete on disk, and the run
+ * can go on from it. */
+static void expect_checkpoint_continues(const char *dir, long long stop, const char *sig_name)
+{
     char ckpt[256], want_step[64];
     snprintf(ckpt, sizeof ckpt, "res/long_ckpt_%08lld.vtkhdf", stop);
     if (!exists_in(dir, ckpt)) fail_msg("no %s after %s", ckpt, sig_name);
@@ -519,6 +561,26 @@ static void run_and_signal(const char *name, int sig, const char *sig_name)
     expect_rc(&r, 0);
     EXPECT_OUT(&r, "steps 3 (from ");
     result_free(&r);
+}
+
+/* Starts a long run in `dir`, sends `sig` about a second in, and checks that
+ * heat stopped itself with exit status 128 + sig and said so. */
+static void run_and_signal(const char *name, int sig, const char *sig_name)
+{
+    char dir[4096], out_path[4200], err_path[4200];
+    scratch(dir, sizeof dir, name);
+    /* 64^3 for 10^8 steps: minutes of work, so only the signal ends it */
+    write_deck(dir, "long.cfg", "time = { max_steps = 100000000; };", "");
+    path_in(out_path, sizeof out_path, dir, "stdout.txt");
+    path_in(err_path, sizeof err_path, dir, "stderr.txt");
+
+    const double t0 = now_seconds();
+    pid_t pid = start_long_run(dir, out_path, err_path);
+    wait_until_running(pid, dir, err_path, t0);
+    assert_int_equal(kill(pid, sig), 0);
+    int st = wait_for_stop(pid, sig_name);
+    long long stop = expect_stopped_by(st, sig, sig_name, out_path, err_path);
+    expect_checkpoint_continues(dir, stop, sig_name);
 }
 
 static void test_sigint_exits_130(void **state)
