@@ -522,12 +522,9 @@ static void test_set_unknown_key(void **state)
 
 /* ---- heat info ----------------------------------------------------------- */
 
-static void test_info(void **state)
+/* heat info --help, and the main help naming the command. */
+static void info_help(const char *dir)
 {
-    (void)state;
-    char dir[4096], p[4200];
-    scratch(dir, sizeof dir, "info");
-    write_small_deck(dir);
     result r;
     heat(&r, dir, "info", "--help", NULL);
     expect_rc(&r, 0);
@@ -539,7 +536,12 @@ static void test_info(void **state)
     EXPECT_OUT(&r, "heat info FILE");
     EXPECT_OUT(&r, "  info ");
     result_free(&r);
+}
 
+/* A float run's checkpoint and first snapshot: what heat info says of them. */
+static void info_describes_files(const char *dir)
+{
+    result r;
     heat(&r, dir, "run", "d.cfg", "-q", "--set", "solver.precision=float", NULL);
     expect_rc(&r, 0);
     result_free(&r);
@@ -566,8 +568,12 @@ static void test_info(void **state)
     EXPECT_OUT(&r, "kind            snapshot");
     EXPECT_OUT(&r, "step            0\n");
     result_free(&r);
+}
 
-    /* heat check reads an initial field's shape from the file */
+/* heat check reads an initial field's shape from the file. */
+static void check_reads_initial_file_shape(const char *dir)
+{
+    result r;
     heat(&r, dir, "check", "d.cfg", "--set",
          "initial={type=\"file\"; path=\"res/d_00000000.vtkhdf\";}", NULL);
     expect_rc(&r, 0);
@@ -579,8 +585,12 @@ static void test_info(void **state)
     EXPECT_ERR(&r, "initial.path = \"res/d_00000000.vtkhdf\": the file's grid is 16 x 16 x 16 "
                    "points, but grid.points = [16, 16, 8]");
     result_free(&r);
+}
 
-    /* missing: 2; not a heat file: 1; usage: 2 */
+/* missing: 2; not a heat file: 1; usage: 2 */
+static void info_exit_statuses(const char *dir)
+{
+    result r;
     heat(&r, dir, "info", "res/nothing.vtkhdf", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "res/nothing.vtkhdf: No such file");
@@ -593,9 +603,13 @@ static void test_info(void **state)
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "which file?");
     result_free(&r);
+}
 
-    /* a damaged file: the last byte of the field's only chunk ends the file
-     * region written last; flip a byte in the middle of the file's data */
+/* A damaged file: the last byte of the field's only chunk ends the file
+ * region written last; flip a byte in the middle of the file's data. */
+static void info_finds_damage(const char *dir)
+{
+    char p[4200];
     path_in(p, sizeof p, dir, "res/d_ckpt_00000016.vtkhdf");
     FILE *f = fopen(p, "r+b");
     assert_non_null(f);
@@ -609,6 +623,7 @@ static void test_info(void **state)
     assert_int_equal(fseek(f, at, SEEK_SET), 0);
     fputc(c ^ 0x10, f);
     fclose(f);
+    result r;
     heat(&r, dir, "info", "res/d_ckpt_00000016.vtkhdf", NULL);
     expect_rc(&r, 1);
     EXPECT_ERR(&r, "res/d_ckpt_00000016.vtkhdf: corrupt: ");
@@ -616,14 +631,22 @@ static void test_info(void **state)
     result_free(&r);
 }
 
-/* heat bench: a row per size and precision, the same in the JSON file, with
- * numbers that are measurements (positive, and GB/s = GLUP/s * 2 * bytes).
- * The CPU gets only k = 1 rows, whatever --temporal asks for. */
-static void test_bench(void **state)
+/* heat info in steps on the files of one run (the last damages one). */
+static void test_info(void **state)
 {
     (void)state;
     char dir[4096];
-    scratch(dir, sizeof dir, "bench");
+    scratch(dir, sizeof dir, "info");
+    write_small_deck(dir);
+    info_help(dir);
+    info_describes_files(dir);
+    check_reads_initial_file_shape(dir);
+    info_exit_statuses(dir);
+    info_finds_damage(dir);
+}
+
+static void bench_help(const char *dir)
+{
     result r;
     heat(&r, dir, "bench", "--help", NULL);
     expect_rc(&r, 0);
@@ -633,12 +656,14 @@ static void test_bench(void **state)
     EXPECT_OUT(&r, "1,2,3,4,6,8");
     EXPECT_OUT(&r, "per time step");
     result_free(&r);
+}
 
-    heat(&r, dir, "bench", "--backend", "cpu", "--size", "20x12x7", "--size", "24x16x1", "--runs",
-         "3", "--steps", "2", "--temporal", "4,2", "--json", "b.json", NULL);
-    expect_rc(&r, 0);
+/* The table heat bench prints: a k = 1 row per size and precision, with
+ * numbers that are measurements. */
+static void expect_bench_table(const char *out)
+{
     int rows = 0;
-    for (const char *line = r.out; line; line = strchr(line, '\n')) {
+    for (const char *line = out; line; line = strchr(line, '\n')) {
         if (*line == '\n') line++;
         char size[64], prec[16];
         int k;
@@ -657,7 +682,11 @@ static void test_bench(void **state)
         assert_true(strcmp(size, "20x12x7") == 0 || strcmp(size, "24x16x1") == 0);
     }
     assert_int_equal(rows, 4);
-    result_free(&r);
+}
+
+/* The same rows in the JSON file, with positive numbers and k = 1. */
+static void expect_bench_json(const char *dir)
+{
     char path[4200];
     snprintf(path, sizeof path, "%s/b.json", dir);
     FILE *f = fopen(path, "r");
@@ -680,7 +709,12 @@ static void test_bench(void **state)
     int k1_rows = 0;
     for (const char *p = buf; (p = strstr(p, "\"temporal_block\": 1,")); p++) k1_rows++;
     assert_int_equal(k1_rows, 4);
+}
 
+/* Bad --size, --runs and --temporal: exit 2 before anything is timed. */
+static void bench_refuses_bad_options(const char *dir)
+{
+    result r;
     heat(&r, dir, "bench", "--size", "2x2x2", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--size 2x2x2");
@@ -704,6 +738,25 @@ static void test_bench(void **state)
         EXPECT_NOT_OUT(&r, "openmp");
         result_free(&r);
     }
+}
+
+/* heat bench: a row per size and precision, the same in the JSON file, with
+ * numbers that are measurements (positive, and GB/s = GLUP/s * 2 * bytes).
+ * The CPU gets only k = 1 rows, whatever --temporal asks for. */
+static void test_bench(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "bench");
+    bench_help(dir);
+    result r;
+    heat(&r, dir, "bench", "--backend", "cpu", "--size", "20x12x7", "--size", "24x16x1", "--runs",
+         "3", "--steps", "2", "--temporal", "4,2", "--json", "b.json", NULL);
+    expect_rc(&r, 0);
+    expect_bench_table(r.out);
+    result_free(&r);
+    expect_bench_json(dir);
+    bench_refuses_bad_options(dir);
 }
 
 int main(void)
