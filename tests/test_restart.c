@@ -368,6 +368,126 @@ static void test_restart_incompatible(void **state)
     free_case(&r);
 }
 
+/* Same grid, other boundaries: the file's field with the deck's Dirichlet
+ * faces; a run from it starts at step 0 with that field. */
+static void initial_same_grid(const char *d, const char *init, const char *file)
+{
+    heat_file_meta m;
+    void *want = test_read_field(file, &m);
+    heat_file_meta_free(&m);
+    char new_dir[4200];
+    snprintf(new_dir, sizeof new_dir, "%s/new", d);
+    const char *sets[] = {init, "time.max_steps=3", NULL};
+    run_case r;
+    load_case(&r, bc_sets[0][1], new_dir, sets);
+    assert_int_equal(r.c.initial.type, HEAT_INIT_FILE);
+    void *f = xmalloc(field_bytes(&r.c));
+    heat_error err;
+    if (heat_initial_fill(&r.c, f, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    heat_initial_apply_dirichlet(&r.c, want);
+    expect_same_bits(&r.c, f, want, "initial field from a file");
+    /* a run from it starts at step 0 with that field */
+    heat_run_result res;
+    run_ok(&r, NULL, NULL, &res);
+    assert_int_equal(res.start_step, 0);
+    char snap0[4400];
+    path_of(snap0, sizeof snap0, &r, 0, 0);
+    void *got = test_read_field(snap0, &m);
+    assert_int_equal(m.step, 0);
+    heat_file_meta_free(&m);
+    expect_same_bits(&r.c, got, want, "snapshot 0 of a run from a file");
+    free(got);
+    free_case(&r);
+    free(want);
+    free(f);
+}
+
+/* The other precision: converted, with a notice. `src` is the case that
+ * wrote the file. */
+static void initial_other_precision(const char *d, const char *init, const char *file,
+                                    const heat_case *src)
+{
+    const char *fsets[] = {init, "time.max_steps=3", "solver.precision=\"float\"", NULL};
+    char fdir[4200];
+    snprintf(fdir, sizeof fdir, "%s/float", d);
+    run_case r;
+    load_case(&r, bc_sets[3][1], fdir, fsets);
+    char *notices = NULL;
+    heat_run_result res;
+    heat_error err;
+    assert_int_equal(run(&r, NULL, NULL, &res, &notices, &err), HEAT_OK);
+    test_expect_in("notices", notices, "converting the file's double field to float");
+    free(notices);
+    char snap0[4400];
+    path_of(snap0, sizeof snap0, &r, 0, 0);
+    heat_file_meta m;
+    float *gf = test_read_field(snap0, &m);
+    heat_file_meta_free(&m);
+    void *want = test_read_field(file, &m);
+    heat_file_meta_free(&m);
+    heat_initial_apply_dirichlet(src, want);
+    for (int64_t i = 0; i < r.c.d.points; i++) assert_true(gf[i] == (float)((double *)want)[i]);
+    free(gf);
+    free_case(&r);
+    free(want);
+}
+
+/* Another grid: refused, naming both shapes. */
+static void initial_other_grid(const char *d, const char *init)
+{
+    const char *gsets[] = {init, "time.max_steps=3", "grid.points=[17, 13, 1]", NULL};
+    char gdir[4200];
+    snprintf(gdir, sizeof gdir, "%s/grid", d);
+    run_case r;
+    load_case(&r, bc_sets[3][1], gdir, gsets);
+    void *g2 = xmalloc(field_bytes(&r.c));
+    heat_error err;
+    assert_int_equal(heat_initial_fill(&r.c, g2, &err), HEAT_EINPUT);
+    test_expect_in("error", err.msg, "initial.path");
+    test_expect_in("error", err.msg, "17 x 13 x 9");
+    test_expect_in("error", err.msg, "grid.points = [17, 13, 1]");
+    heat_run_result res;
+    assert_int_equal(run(&r, NULL, NULL, &res, NULL, &err), HEAT_EINPUT);
+    test_expect_in("error", err.msg, "17 x 13 x 9");
+    free(g2);
+    free_case(&r);
+}
+
+/* A missing file, and one that is there but not ours: both refused before
+ * anything is written. */
+static void initial_bad_files(const char *d)
+{
+    /* A missing file: a deck error naming the path. */
+    char missing[4600], deck[8192];
+    snprintf(missing, sizeof missing, "initial={type=\"file\"; path=\"%s/none.vtkhdf\";}", d);
+    snprintf(deck, sizeof deck, "%s%s", deck_head, bc_sets[0][1]);
+    const char *msets[] = {missing};
+    heat_case c;
+    heat_error err;
+    assert_int_equal(heat_deck_load_string(deck, "io", msets, 1, &c, NULL, NULL, &err),
+                     HEAT_EINPUT);
+    test_expect_in("error", err.msg, "none.vtkhdf");
+    test_expect_in("error", err.msg, "cannot read the file");
+
+    /* A file that is there but not ours: refused before the run, exit 2. */
+    char text[4400], tset[4600];
+    snprintf(text, sizeof text, "%s/text.vtkhdf", d);
+    test_write_file(text, "not a field\n");
+    snprintf(tset, sizeof tset, "initial={type=\"file\"; path=\"%s\";}", text);
+    const char *tsets[] = {tset, "time.max_steps=3", NULL};
+    char tdir[4200];
+    snprintf(tdir, sizeof tdir, "%s/t", d);
+    run_case r;
+    load_case(&r, bc_sets[3][1], tdir, tsets);
+    heat_run_result res;
+    assert_int_equal(run(&r, NULL, NULL, &res, NULL, &err), HEAT_EINPUT);
+    test_expect_in("error", err.msg, "initial.path");
+    test_expect_in("error", err.msg, "not a heat snapshot or checkpoint");
+    assert_false(test_exists(tdir)); /* nothing written */
+    free_case(&r);
+}
+
+/* initial.type = "file": a run's snapshot as the initial field of others. */
 static void test_initial_from_file(void **state)
 {
     (void)state;
@@ -383,99 +503,13 @@ static void test_initial_from_file(void **state)
     run_ok(&src, NULL, NULL, &res);
     char file[4400];
     path_of(file, sizeof file, &src, 0, 6);
-    heat_file_meta m;
-    void *want = test_read_field(file, &m);
-    heat_file_meta_free(&m);
-
-    /* Same grid, other boundaries: the file's field with the deck's
-     * Dirichlet faces. */
     char init[4600];
     snprintf(init, sizeof init, "initial={type=\"file\"; path=\"%s\";}", file);
-    char new_dir[4200];
-    snprintf(new_dir, sizeof new_dir, "%s/new", d);
-    const char *sets[] = {init, "time.max_steps=3", NULL};
-    run_case r;
-    load_case(&r, bc_sets[0][1], new_dir, sets);
-    assert_int_equal(r.c.initial.type, HEAT_INIT_FILE);
-    void *f = xmalloc(field_bytes(&r.c));
-    heat_error err;
-    if (heat_initial_fill(&r.c, f, &err) != HEAT_OK) fail_msg("%s", err.msg);
-    heat_initial_apply_dirichlet(&r.c, want);
-    expect_same_bits(&r.c, f, want, "initial field from a file");
-    /* a run from it starts at step 0 with that field */
-    run_ok(&r, NULL, NULL, &res);
-    assert_int_equal(res.start_step, 0);
-    char snap0[4400];
-    path_of(snap0, sizeof snap0, &r, 0, 0);
-    void *got = test_read_field(snap0, &m);
-    assert_int_equal(m.step, 0);
-    heat_file_meta_free(&m);
-    expect_same_bits(&r.c, got, want, "snapshot 0 of a run from a file");
-    free(got);
-    free_case(&r);
 
-    /* The other precision: converted, with a notice. */
-    const char *fsets[] = {init, "time.max_steps=3", "solver.precision=\"float\"", NULL};
-    char fdir[4200];
-    snprintf(fdir, sizeof fdir, "%s/float", d);
-    load_case(&r, bc_sets[3][1], fdir, fsets);
-    char *notices = NULL;
-    assert_int_equal(run(&r, NULL, NULL, &res, &notices, &err), HEAT_OK);
-    test_expect_in("notices", notices, "converting the file's double field to float");
-    free(notices);
-    path_of(snap0, sizeof snap0, &r, 0, 0);
-    float *gf = test_read_field(snap0, &m);
-    heat_file_meta_free(&m);
-    free(want);
-    want = test_read_field(file, &m);
-    heat_file_meta_free(&m);
-    heat_initial_apply_dirichlet(&src.c, want);
-    for (int64_t i = 0; i < r.c.d.points; i++) assert_true(gf[i] == (float)((double *)want)[i]);
-    free(gf);
-    free_case(&r);
-
-    /* Another grid: refused, naming both shapes. */
-    const char *gsets[] = {init, "time.max_steps=3", "grid.points=[17, 13, 1]", NULL};
-    char gdir[4200];
-    snprintf(gdir, sizeof gdir, "%s/grid", d);
-    load_case(&r, bc_sets[3][1], gdir, gsets);
-    void *g2 = xmalloc(field_bytes(&r.c));
-    assert_int_equal(heat_initial_fill(&r.c, g2, &err), HEAT_EINPUT);
-    test_expect_in("error", err.msg, "initial.path");
-    test_expect_in("error", err.msg, "17 x 13 x 9");
-    test_expect_in("error", err.msg, "grid.points = [17, 13, 1]");
-    assert_int_equal(run(&r, NULL, NULL, &res, NULL, &err), HEAT_EINPUT);
-    test_expect_in("error", err.msg, "17 x 13 x 9");
-    free(g2);
-    free_case(&r);
-
-    /* A missing file: a deck error naming the path. */
-    char missing[4600], deck[8192];
-    snprintf(missing, sizeof missing, "initial={type=\"file\"; path=\"%s/none.vtkhdf\";}", d);
-    snprintf(deck, sizeof deck, "%s%s", deck_head, bc_sets[0][1]);
-    const char *msets[] = {missing};
-    heat_case c;
-    assert_int_equal(heat_deck_load_string(deck, "io", msets, 1, &c, NULL, NULL, &err),
-                     HEAT_EINPUT);
-    test_expect_in("error", err.msg, "none.vtkhdf");
-    test_expect_in("error", err.msg, "cannot read the file");
-
-    /* A file that is there but not ours: refused before the run, exit 2. */
-    char text[4400], tset[4600];
-    snprintf(text, sizeof text, "%s/text.vtkhdf", d);
-    test_write_file(text, "not a field\n");
-    snprintf(tset, sizeof tset, "initial={type=\"file\"; path=\"%s\";}", text);
-    const char *tsets[] = {tset, "time.max_steps=3", NULL};
-    char tdir[4200];
-    snprintf(tdir, sizeof tdir, "%s/t", d);
-    load_case(&r, bc_sets[3][1], tdir, tsets);
-    assert_int_equal(run(&r, NULL, NULL, &res, NULL, &err), HEAT_EINPUT);
-    test_expect_in("error", err.msg, "initial.path");
-    test_expect_in("error", err.msg, "not a heat snapshot or checkpoint");
-    assert_false(test_exists(tdir)); /* nothing written */
-    free_case(&r);
-    free(want);
-    free(f);
+    initial_same_grid(d, init, file);
+    initial_other_precision(d, init, file, &src.c);
+    initial_other_grid(d, init);
+    initial_bad_files(d);
     free_case(&src);
 }
 
