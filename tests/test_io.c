@@ -484,6 +484,98 @@ static void fill_step(const heat_case *c, void *buf, int64_t step)
     for (int64_t i = 0; i < c->d.points; i++) ((double *)buf)[i] = (double)(step * 1000 + i);
 }
 
+/* Opens an output for `r` with a pool of two buffers from counting_alloc
+ * that reports each file to `rec`. */
+static heat_output *open_recorded_output(const run_case *r, recorder *rec)
+{
+    heat_output_options oo = {0};
+    oo.mode = HEAT_OUTPUT_NEW;
+    oo.deck_text = r->text;
+    oo.buffers = 2;
+    oo.alloc.alloc = counting_alloc;
+    oo.alloc.free = counting_free;
+    oo.on_file = on_file;
+    oo.on_file_ctx = rec;
+    heat_output *o = NULL;
+    heat_error err;
+    if (heat_output_open(&r->c, &oo, &o, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    return o;
+}
+
+/* With the writer held up on the first file: two submissions return, and a
+ * third buffer waits until the gate opens, then comes from the pool. Submits
+ * steps 0 to 3 with `kinds` and flushes. */
+static void submit_past_a_busy_writer(heat_output *o, const heat_case *c, recorder *rec,
+                                      const int *kinds)
+{
+    heat_error err;
+    /* Two submissions return while the writer is held up on the first file. */
+    for (int i = 0; i < 2; i++) {
+        void *buf;
+        assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
+        fill_step(c, buf, i);
+        assert_int_equal(heat_output_submit(o, buf, i, 0.5 * i, kinds[i], &err), HEAT_OK);
+    }
+    assert_int_equal(allocations, 2);
+    pthread_mutex_lock(&rec->mu);
+    assert_int_equal(rec->n, 0);
+    pthread_mutex_unlock(&rec->mu);
+    /* A third buffer waits: both are in use. */
+    pthread_mutex_t amu = PTHREAD_MUTEX_INITIALIZER;
+    acquirer a = {o, NULL, 0, &amu};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, acquire_main, &a), 0);
+    sleep_ms(150);
+    pthread_mutex_lock(&amu);
+    assert_int_equal(a.done, 0);
+    pthread_mutex_unlock(&amu);
+    /* Open the gate: the writer goes on, the third buffer comes free. */
+    pthread_mutex_lock(&rec->mu);
+    rec->gate_closed = 0;
+    pthread_cond_broadcast(&rec->cv);
+    pthread_mutex_unlock(&rec->mu);
+    pthread_join(th, NULL);
+    assert_int_equal(a.done, 1);
+    assert_int_equal(allocations, 2); /* a buffer of the pool, not a new one */
+    fill_step(c, a.buf, 2);
+    assert_int_equal(heat_output_submit(o, a.buf, 2, 1.0, kinds[2], &err), HEAT_OK);
+    void *buf;
+    assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
+    fill_step(c, buf, 3);
+    assert_int_equal(heat_output_submit(o, buf, 3, 1.5, kinds[3], &err), HEAT_OK);
+    assert_int_equal(heat_output_flush(o, &err), HEAT_OK);
+}
+
+/* In the order submitted, snapshot before checkpoint within a step; each
+ * file holds the field submitted for its step. */
+static void expect_files_in_order(const recorder *rec, const heat_case *c)
+{
+    const struct {
+        int64_t step;
+        heat_file_kind kind;
+    } want[] = {{0, HEAT_FILE_SNAPSHOT},
+                {1, HEAT_FILE_CHECKPOINT},
+                {2, HEAT_FILE_SNAPSHOT},
+                {2, HEAT_FILE_CHECKPOINT},
+                {3, HEAT_FILE_SNAPSHOT}};
+    assert_int_equal(rec->n, 5);
+    for (int i = 0; i < 5; i++) {
+        if (rec->step[i] != want[i].step || rec->kind[i] != want[i].kind)
+            fail_msg("file %d: step %lld %s, expected step %lld %s", i, (long long)rec->step[i],
+                     heat_file_kind_name(rec->kind[i]), (long long)want[i].step,
+                     heat_file_kind_name(want[i].kind));
+        /* each holds the field submitted for its step */
+        heat_file_meta m;
+        double *f = test_read_field(rec->path[i], &m);
+        assert_int_equal(m.step, want[i].step);
+        assert_true(m.time == 0.5 * (double)want[i].step);
+        for (int64_t k = 0; k < c->d.points; k++)
+            assert_true(f[k] == (double)(want[i].step * 1000 + k));
+        heat_file_meta_free(&m);
+        free(f);
+    }
+}
+
 static void test_writer_order_and_async(void **state)
 {
     (void)state;
@@ -495,81 +587,12 @@ static void test_writer_order_and_async(void **state)
     pthread_mutex_init(&rec.mu, NULL);
     pthread_cond_init(&rec.cv, NULL);
     rec.gate_closed = 1;
-    heat_output_options oo = {0};
-    oo.mode = HEAT_OUTPUT_NEW;
-    oo.deck_text = r.text;
-    oo.buffers = 2;
-    oo.alloc.alloc = counting_alloc;
-    oo.alloc.free = counting_free;
-    oo.on_file = on_file;
-    oo.on_file_ctx = &rec;
-    heat_output *o = NULL;
-    heat_error err;
-    if (heat_output_open(&r.c, &oo, &o, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    heat_output *o = open_recorded_output(&r, &rec);
 
-    /* Two submissions return while the writer is held up on the first file. */
     const int kinds[] = {HEAT_OUTPUT_SNAPSHOT, HEAT_OUTPUT_CHECKPOINT,
                          HEAT_OUTPUT_SNAPSHOT | HEAT_OUTPUT_CHECKPOINT, HEAT_OUTPUT_SNAPSHOT};
-    for (int i = 0; i < 2; i++) {
-        void *buf;
-        assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
-        fill_step(&r.c, buf, i);
-        assert_int_equal(heat_output_submit(o, buf, i, 0.5 * i, kinds[i], &err), HEAT_OK);
-    }
-    assert_int_equal(allocations, 2);
-    pthread_mutex_lock(&rec.mu);
-    assert_int_equal(rec.n, 0);
-    pthread_mutex_unlock(&rec.mu);
-    /* A third buffer waits: both are in use. */
-    pthread_mutex_t amu = PTHREAD_MUTEX_INITIALIZER;
-    acquirer a = {o, NULL, 0, &amu};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, acquire_main, &a), 0);
-    sleep_ms(150);
-    pthread_mutex_lock(&amu);
-    assert_int_equal(a.done, 0);
-    pthread_mutex_unlock(&amu);
-    /* Open the gate: the writer goes on, the third buffer comes free. */
-    pthread_mutex_lock(&rec.mu);
-    rec.gate_closed = 0;
-    pthread_cond_broadcast(&rec.cv);
-    pthread_mutex_unlock(&rec.mu);
-    pthread_join(th, NULL);
-    assert_int_equal(a.done, 1);
-    assert_int_equal(allocations, 2); /* a buffer of the pool, not a new one */
-    fill_step(&r.c, a.buf, 2);
-    assert_int_equal(heat_output_submit(o, a.buf, 2, 1.0, kinds[2], &err), HEAT_OK);
-    void *buf;
-    assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
-    fill_step(&r.c, buf, 3);
-    assert_int_equal(heat_output_submit(o, buf, 3, 1.5, kinds[3], &err), HEAT_OK);
-    assert_int_equal(heat_output_flush(o, &err), HEAT_OK);
-
-    /* In the order submitted, snapshot before checkpoint within a step. */
-    const struct {
-        int64_t step;
-        heat_file_kind kind;
-    } want[] = {{0, HEAT_FILE_SNAPSHOT},
-                {1, HEAT_FILE_CHECKPOINT},
-                {2, HEAT_FILE_SNAPSHOT},
-                {2, HEAT_FILE_CHECKPOINT},
-                {3, HEAT_FILE_SNAPSHOT}};
-    assert_int_equal(rec.n, 5);
-    for (int i = 0; i < 5; i++) {
-        if (rec.step[i] != want[i].step || rec.kind[i] != want[i].kind)
-            fail_msg("file %d: step %lld %s, expected step %lld %s", i, (long long)rec.step[i],
-                     heat_file_kind_name(rec.kind[i]), (long long)want[i].step,
-                     heat_file_kind_name(want[i].kind));
-        /* each holds the field submitted for its step */
-        heat_file_meta m;
-        double *f = test_read_field(rec.path[i], &m);
-        assert_int_equal(m.step, want[i].step);
-        assert_true(m.time == 0.5 * (double)want[i].step);
-        for (int64_t k = 0; k < r.c.d.points; k++)
-            assert_true(f[k] == (double)(want[i].step * 1000 + k));
-        heat_file_meta_free(&m);
-        free(f);
-    }
+    submit_past_a_busy_writer(o, &r.c, &rec, kinds);
+    expect_files_in_order(&rec, &r.c);
     int64_t snaps, ckpts;
     heat_output_counts(o, &snaps, &ckpts);
     assert_int_equal(snaps, 3);
