@@ -1,167 +1,19 @@
 /* The heat command line end to end: the real program run in scratch
- * directories. Help and version, exit statuses (usage, deck, runtime,
- * signals), heat check, bad decks writing nothing, --set, the default deck,
- * the output directory guard, --restart, the summary, the stop reasons,
- * history.csv and a run that blows up. */
+ * directories. Help and version, usage errors (exit 2), heat check, bad
+ * decks writing nothing, --set, heat info and heat bench. Running, restart,
+ * the stop reasons and signals: test_run.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "test_util.h"
-
-/* ---- helpers ------------------------------------------------------------ */
-
-/* One run of the program: exit status and what it printed. */
-typedef struct result {
-    int rc;
-    char *out, *err;
-} result;
-
-#define MAX_ARGS 32
-
-/* Runs heat in `cwd` with the NULL-terminated arguments that follow. */
-static void heat(result *r, const char *cwd, ...)
-{
-    const char *argv[MAX_ARGS + 1];
-    int n = 0;
-    va_list ap;
-    va_start(ap, cwd);
-    for (const char *s; (s = va_arg(ap, const char *));) {
-        assert_true(n < MAX_ARGS);
-        argv[n++] = s;
-    }
-    va_end(ap);
-    argv[n] = NULL;
-    r->rc = test_run_heat(cwd, argv, &r->out, &r->err);
-}
-
-static void result_free(result *r)
-{
-    free(r->out);
-    free(r->err);
-    r->out = r->err = NULL;
-}
-
-/* Asserts the exit status, showing what the program printed when it differs. */
-static void expect_rc(const result *r, int rc)
-{
-    if (r->rc != rc)
-        fail_msg("exit status %d, expected %d\n--- stdout:\n%s\n--- stderr:\n%s", r->rc, rc, r->out,
-                 r->err);
-}
-
-/* Asserts that `text` (stdout or stderr, named by `what`) contains `needle`. */
-static void expect_in(const char *what, const char *text, const char *needle)
-{
-    if (!strstr(text, needle)) fail_msg("%s does not contain \"%s\":\n%s", what, needle, text);
-}
-
-static void expect_not_in(const char *what, const char *text, const char *needle)
-{
-    if (strstr(text, needle)) fail_msg("%s contains \"%s\":\n%s", what, needle, text);
-}
-
-#define EXPECT_OUT(r, s)     expect_in("stdout", (r)->out, (s))
-#define EXPECT_ERR(r, s)     expect_in("stderr", (r)->err, (s))
-#define EXPECT_NOT_OUT(r, s) expect_not_in("stdout", (r)->out, (s))
-#define EXPECT_NOT_ERR(r, s) expect_not_in("stderr", (r)->err, (s))
-
-/* A scratch directory of our own, copied out of test_scratch_dir's storage. */
-static void scratch(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "%s", test_scratch_dir(name));
-}
-
-static void path_in(char *buf, size_t n, const char *dir, const char *name)
-{
-    snprintf(buf, n, "%s/%s", dir, name);
-}
-
-static int exists_in(const char *dir, const char *name)
-{
-    char p[4200];
-    path_in(p, sizeof p, dir, name);
-    return test_exists(p);
-}
-
-static char *read_in(const char *dir, const char *name)
-{
-    char p[4200];
-    path_in(p, sizeof p, dir, name);
-    char *s = test_read_file(p);
-    if (!s) fail_msg("cannot read %s", p);
-    return s;
-}
-
-/* The step of the last row of history.csv text (-1 when there is none), and
- * optionally its time and residual (NaN when empty). */
-static long long last_history_row(const char *csv, double *time, double *residual)
-{
-    const char *last = NULL;
-    for (const char *p = csv; *p;) {
-        const char *nl = strchr(p, '\n');
-        if (p[0] >= '0' && p[0] <= '9') last = p;
-        if (!nl) break;
-        p = nl + 1;
-    }
-    if (!last) return -1;
-    char *end;
-    long long step = strtoll(last, &end, 10);
-    assert_true(*end == ',');
-    double t = strtod(end + 1, &end);
-    assert_true(*end == ',');
-    double res = end[1] == ',' ? NAN : strtod(end + 1, &end);
-    if (time) *time = t;
-    if (residual) *residual = res;
-    return step;
-}
-
-/* A 16^3 deck (line numbers matter: tests refer to them):
- *   1 grid, 2 material, 3 time (time_line), 4 initial, 5-12 boundary,
- *   13 output (dir "res"), 14 solver, 15 `extra`.
- * Periodic in y, so hx = hz = 1/15, hy = 1/16 and dt_max = 0.5 / 706. */
-static void write_deck(const char *dir, const char *file, const char *time_line, const char *extra)
-{
-    char text[4096], p[4200];
-    snprintf(text, sizeof text,
-             "grid = { points = [16, 16, 16]; length = [1.0, 1.0, 1.0]; };\n"
-             "material = { diffusivity = 1.0; };\n"
-             "%s\n"
-             "initial = { type = \"constant\"; value = 1.0; };\n"
-             "boundary = {\n"
-             "  x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
-             "  x_hi = { type = \"dirichlet\"; value = 0.0; };\n"
-             "  y_lo = { type = \"periodic\"; };\n"
-             "  y_hi = { type = \"periodic\"; };\n"
-             "  z_lo = { type = \"neumann\"; gradient = 0.0; };\n"
-             "  z_hi = { type = \"neumann\"; gradient = 0.0; };\n"
-             "};\n"
-             "output = { dir = \"res\"; };\n"
-             "solver = { backend = \"cpu\"; };\n"
-             "%s\n",
-             time_line, extra);
-    path_in(p, sizeof p, dir, file);
-    test_write_file(p, text);
-}
-
-/* The usual deck: 16 steps to t = 0.01. */
-static void write_small_deck(const char *dir)
-{
-    write_deck(dir, "d.cfg", "time = { end = 0.01; };", "");
-}
+#include "cli_helpers.h"
 
 /* ---- help, version, usage ---------------------------------------------- */
 
@@ -668,261 +520,11 @@ static void test_set_unknown_key(void **state)
     }
 }
 
-/* ---- running ------------------------------------------------------------ */
-
-static void test_run_default_deck(void **state)
-{
-    (void)state;
-    char dir[4096];
-    scratch(dir, sizeof dir, "default");
-    result r;
-    heat(&r, dir, "run", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "heat: default:");
-    EXPECT_OUT(&r, "reached time.end");
-    EXPECT_OUT(&r, "out/default");
-    result_free(&r);
-    char *csv = read_in(dir, "out/default/history.csv");
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n", 32) == 0);
-    assert_true(last_history_row(csv, NULL, NULL) > 0);
-    free(csv);
-}
-
-static void test_summary(void **state)
-{
-    (void)state;
-    char dir[4096];
-    scratch(dir, sizeof dir, "summary");
-    write_small_deck(dir);
-    result r;
-    heat(&r, dir, "run", "d.cfg", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "heat: d: 16 x 16 x 16 points, dt 0.000625, on cpu");
-    EXPECT_OUT(&r, "reached time.end at step 16, t = 0.01");
-    EXPECT_OUT(&r, "steps 16 (from 0)");
-    EXPECT_OUT(&r, "simulated time 0.01,");
-    EXPECT_OUT(&r, "wall ");
-    EXPECT_OUT(&r, " GLUP/s");
-    EXPECT_OUT(&r, " GB/s effective");
-    EXPECT_OUT(&r, "last residual");
-    EXPECT_OUT(&r, "files written: 5 in res (history.csv, d.xmf, 2 snapshots, 1 checkpoint)");
-    /* stdout is not a terminal: no status line with \r, and a short run
-     * (well under the 5 s log interval) logs no progress line */
-    EXPECT_NOT_OUT(&r, "\r");
-    EXPECT_NOT_OUT(&r, "\nstep ");
-    EXPECT_NOT_OUT(&r, "ETA");
-    assert_string_equal(r.err, "");
-    result_free(&r);
-}
-
-static void test_quiet(void **state)
-{
-    (void)state;
-    const char *flags[] = {"--quiet", "-q"};
-    for (int i = 0; i < 2; i++) {
-        char dir[4096];
-        scratch(dir, sizeof dir, i ? "quiet_q" : "quiet");
-        write_small_deck(dir);
-        result r;
-        heat(&r, dir, "run", "d.cfg", flags[i], NULL);
-        expect_rc(&r, 0);
-        assert_string_equal(r.out, "");
-        assert_string_equal(r.err, "");
-        result_free(&r);
-        /* it did run */
-        char *csv = read_in(dir, "res/history.csv");
-        assert_int_equal(last_history_row(csv, NULL, NULL), 16);
-        free(csv);
-    }
-}
-
-static void test_refuses_to_overwrite(void **state)
-{
-    (void)state;
-    char dir[4096], p[4200];
-    scratch(dir, sizeof dir, "overwrite");
-    write_small_deck(dir);
-    result r;
-    heat(&r, dir, "run", "d.cfg", NULL);
-    expect_rc(&r, 0);
-    result_free(&r);
-    char *before = read_in(dir, "res/history.csv");
-    path_in(p, sizeof p, dir, "res/notes.txt");
-    test_write_file(p, "mine\n");
-
-    /* a second run into the same directory is refused and changes nothing */
-    heat(&r, dir, "run", "d.cfg", "--set", "time.end=0.02", NULL);
-    expect_rc(&r, 2);
-    EXPECT_ERR(&r, "output.dir = \"res\" already holds another run");
-    EXPECT_ERR(&r, "--overwrite");
-    EXPECT_ERR(&r, "--restart latest");
-    EXPECT_NOT_OUT(&r, "reached");
-    result_free(&r);
-    char *after = read_in(dir, "res/history.csv");
-    assert_string_equal(before, after);
-    free(after);
-
-    /* check says so too, without failing */
-    heat(&r, dir, "check", "d.cfg", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "note");
-    EXPECT_OUT(&r, "already holds another run");
-    result_free(&r);
-
-    /* --restart and --overwrite together are refused before anything */
-    heat(&r, dir, "run", "d.cfg", "--restart", "latest", "--overwrite", NULL);
-    expect_rc(&r, 2);
-    EXPECT_ERR(&r, "--restart");
-    EXPECT_ERR(&r, "--overwrite");
-    EXPECT_ERR(&r, "choose one");
-    result_free(&r);
-    after = read_in(dir, "res/history.csv");
-    assert_string_equal(before, after);
-    free(after);
-
-    /* --overwrite replaces the run's files and keeps the others */
-    heat(&r, dir, "run", "d.cfg", "--overwrite", "--set", "time.end=0.02", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "reached time.end at step 32");
-    result_free(&r);
-    after = read_in(dir, "res/history.csv");
-    assert_int_equal(last_history_row(after, NULL, NULL), 32);
-    assert_string_not_equal(before, after);
-    free(after);
-    free(before);
-    assert_true(exists_in(dir, "res/notes.txt"));
-}
-
-/* The rows of history.csv whose step is `step`: how many, and how many of
- * them carry a residual. */
-static void history_rows_at(const char *csv, long long step, int *rows, int *with_residual)
-{
-    *rows = *with_residual = 0;
-    for (const char *p = strchr(csv, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
-        char *end;
-        long long s = strtoll(p + 1, &end, 10);
-        if (end == p + 1 || s != step) continue;
-        (*rows)++;
-        const char *res = strchr(end + 1, ',');
-        if (res && res[1] != ',') (*with_residual)++;
-    }
-}
-
-static void test_restart(void **state)
-{
-    (void)state;
-    char dir[4096];
-    scratch(dir, sizeof dir, "restart");
-    write_small_deck(dir);
-    result r;
-
-    /* latest with no checkpoint: says so and starts from the initial condition */
-    heat(&r, dir, "run", "d.cfg", "--restart", "latest", NULL);
-    expect_rc(&r, 0);
-    EXPECT_ERR(&r, "--restart latest: no checkpoint in res");
-    EXPECT_ERR(&r, "initial condition");
-    EXPECT_OUT(&r, "steps 16 (from 0)");
-    result_free(&r);
-    char *csv = read_in(dir, "res/history.csv");
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n0,0,,", 36) == 0);
-    assert_int_equal(last_history_row(csv, NULL, NULL), 16);
-    free(csv);
-    assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
-
-    /* latest now finds the final checkpoint; a later time.end continues it
-     * with the checkpoint's dt (0.01/16 divides 0.02) */
-    heat(&r, dir, "run", "d.cfg", "--restart=latest", "--set", "time.end=0.02", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "continuing from res/d_ckpt_00000016.vtkhdf at step 16, t = 0.01");
-    EXPECT_OUT(&r, "reached time.end at step 32, t = 0.02");
-    EXPECT_OUT(&r, "steps 16 (from 16)");
-    EXPECT_NOT_ERR(&r, "keeping the dt");
-    result_free(&r);
-    csv = read_in(dir, "res/history.csv");
-    /* rows are not written twice: step 0 once; step 16 keeps its residual
-     * and gains one mark of the restart; 32 once */
-    int rows, with_res;
-    history_rows_at(csv, 0, &rows, &with_res);
-    assert_int_equal(rows, 1);
-    history_rows_at(csv, 16, &rows, &with_res);
-    assert_int_equal(rows, 2);
-    assert_int_equal(with_res, 1);
-    history_rows_at(csv, 32, &rows, &with_res);
-    assert_int_equal(rows, 1);
-    assert_int_equal(with_res, 1);
-    free(csv);
-    /* rotation: the newest two checkpoints */
-    assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
-    assert_true(exists_in(dir, "res/d_ckpt_00000032.vtkhdf"));
-
-    /* restarting at the last step of the deck: nothing to run, no error */
-    heat(&r, dir, "run", "d.cfg", "--restart=latest", "--set", "time.end=0.02", "-q", NULL);
-    expect_rc(&r, 0);
-    result_free(&r);
-
-    /* a time.end that is not a whole number of steps of the checkpoint's dt:
-     * the run keeps dt, stops at the first step past it and says so */
-    heat(&r, dir, "run", "d.cfg", "--restart", "res/d_ckpt_00000016.vtkhdf", "--set",
-         "time.end=0.0203", NULL);
-    expect_rc(&r, 0);
-    EXPECT_ERR(&r, "keeping the dt of res/d_ckpt_00000016.vtkhdf, 0.000625");
-    EXPECT_ERR(&r, "not a whole number of steps");
-    EXPECT_OUT(&r, "reached time.end at step 33, t = 0.020625");
-    result_free(&r);
-
-    /* --restart FILE without a deck: the deck the file holds */
-    heat(&r, dir, "run", "--restart", "res/d_ckpt_00000016.vtkhdf", "--set", "time.end=0.015",
-         NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "heat: d: 16 x 16 x 16 points");
-    EXPECT_OUT(&r, "reached time.end at step 24, t = 0.015");
-    result_free(&r);
-
-    /* past the deck's end: refused before anything is written */
-    char *before = read_in(dir, "res/history.csv");
-    heat(&r, dir, "run", "d.cfg", "--restart", "res/d_ckpt_00000024.vtkhdf", NULL);
-    expect_rc(&r, 2);
-    EXPECT_ERR(&r, "--restart res/d_ckpt_00000024.vtkhdf: the file is at step 24");
-    EXPECT_ERR(&r, "past the last step of this deck, 16 (time.end)");
-    result_free(&r);
-
-    /* a deck that does not match: exit 2, every difference named, nothing written */
-    heat(&r, dir, "run", "d.cfg", "--restart", "res/d_ckpt_00000024.vtkhdf", "--set", "time.end=1",
-         "--set", "grid.points=[16,16,8]", "--set", "material.diffusivity=2.0", NULL);
-    expect_rc(&r, 2);
-    EXPECT_ERR(&r, "does not match the checkpoint");
-    EXPECT_ERR(&r, "grid.points = [16, 16, 8] in the deck, [16, 16, 16] in the checkpoint");
-    EXPECT_ERR(&r, "material.diffusivity = 2 in the deck, 1 in the checkpoint");
-    result_free(&r);
-    char *after = read_in(dir, "res/history.csv");
-    assert_string_equal(before, after);
-    free(after);
-    free(before);
-
-    /* a checkpoint file that is not there: exit 2 */
-    heat(&r, dir, "run", "d.cfg", "--restart", "nowhere.vtkhdf", NULL);
-    expect_rc(&r, 2);
-    EXPECT_ERR(&r, "--restart nowhere.vtkhdf: cannot read the file: No such file");
-    result_free(&r);
-    heat(&r, dir, "run", "--restart", "nowhere.vtkhdf", NULL);
-    expect_rc(&r, 2);
-    EXPECT_ERR(&r, "nowhere.vtkhdf");
-    result_free(&r);
-    /* and one that is not a heat file */
-    heat(&r, dir, "run", "d.cfg", "--restart", "d.cfg", NULL);
-    expect_rc(&r, 2);
-    EXPECT_ERR(&r, "not a heat snapshot or checkpoint");
-    result_free(&r);
-}
-
 /* ---- heat info ----------------------------------------------------------- */
 
-static void test_info(void **state)
+/* heat info --help, and the main help naming the command. */
+static void info_help(const char *dir)
 {
-    (void)state;
-    char dir[4096], p[4200];
-    scratch(dir, sizeof dir, "info");
-    write_small_deck(dir);
     result r;
     heat(&r, dir, "info", "--help", NULL);
     expect_rc(&r, 0);
@@ -934,7 +536,12 @@ static void test_info(void **state)
     EXPECT_OUT(&r, "heat info FILE");
     EXPECT_OUT(&r, "  info ");
     result_free(&r);
+}
 
+/* A float run's checkpoint and first snapshot: what heat info says of them. */
+static void info_describes_files(const char *dir)
+{
+    result r;
     heat(&r, dir, "run", "d.cfg", "-q", "--set", "solver.precision=float", NULL);
     expect_rc(&r, 0);
     result_free(&r);
@@ -961,8 +568,12 @@ static void test_info(void **state)
     EXPECT_OUT(&r, "kind            snapshot");
     EXPECT_OUT(&r, "step            0\n");
     result_free(&r);
+}
 
-    /* heat check reads an initial field's shape from the file */
+/* heat check reads an initial field's shape from the file. */
+static void check_reads_initial_file_shape(const char *dir)
+{
+    result r;
     heat(&r, dir, "check", "d.cfg", "--set",
          "initial={type=\"file\"; path=\"res/d_00000000.vtkhdf\";}", NULL);
     expect_rc(&r, 0);
@@ -974,8 +585,12 @@ static void test_info(void **state)
     EXPECT_ERR(&r, "initial.path = \"res/d_00000000.vtkhdf\": the file's grid is 16 x 16 x 16 "
                    "points, but grid.points = [16, 16, 8]");
     result_free(&r);
+}
 
-    /* missing: 2; not a heat file: 1; usage: 2 */
+/* missing: 2; not a heat file: 1; usage: 2 */
+static void info_exit_statuses(const char *dir)
+{
+    result r;
     heat(&r, dir, "info", "res/nothing.vtkhdf", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "res/nothing.vtkhdf: No such file");
@@ -988,9 +603,13 @@ static void test_info(void **state)
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "which file?");
     result_free(&r);
+}
 
-    /* a damaged file: the last byte of the field's only chunk ends the file
-     * region written last; flip a byte in the middle of the file's data */
+/* A damaged file: the last byte of the field's only chunk ends the file
+ * region written last; flip a byte in the middle of the file's data. */
+static void info_finds_damage(const char *dir)
+{
+    char p[4200];
     path_in(p, sizeof p, dir, "res/d_ckpt_00000016.vtkhdf");
     FILE *f = fopen(p, "r+b");
     assert_non_null(f);
@@ -1004,6 +623,7 @@ static void test_info(void **state)
     assert_int_equal(fseek(f, at, SEEK_SET), 0);
     fputc(c ^ 0x10, f);
     fclose(f);
+    result r;
     heat(&r, dir, "info", "res/d_ckpt_00000016.vtkhdf", NULL);
     expect_rc(&r, 1);
     EXPECT_ERR(&r, "res/d_ckpt_00000016.vtkhdf: corrupt: ");
@@ -1011,281 +631,22 @@ static void test_info(void **state)
     result_free(&r);
 }
 
-/* ---- stop reasons, history.csv ----------------------------------------- */
-
-static void test_stop_at_end_time(void **state)
+/* heat info in steps on the files of one run (the last damages one). */
+static void test_info(void **state)
 {
     (void)state;
     char dir[4096];
-    scratch(dir, sizeof dir, "stop_end");
-    write_deck(dir, "d.cfg", "time = { end = 0.01; max_steps = 1000; };", "");
-    result r;
-    heat(&r, dir, "run", "d.cfg", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "reached time.end at step 16, t = 0.01");
-    result_free(&r);
-    double t, res;
-    char *csv = read_in(dir, "res/history.csv");
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds\n", 32) == 0);
-    assert_int_equal(last_history_row(csv, &t, &res), 16);
-    assert_true(t == 0.01);
-    assert_true(res > 0);
-    free(csv);
+    scratch(dir, sizeof dir, "info");
+    write_small_deck(dir);
+    info_help(dir);
+    info_describes_files(dir);
+    check_reads_initial_file_shape(dir);
+    info_exit_statuses(dir);
+    info_finds_damage(dir);
 }
 
-static void test_stop_at_max_steps(void **state)
+static void bench_help(const char *dir)
 {
-    (void)state;
-    char dir[4096];
-    scratch(dir, sizeof dir, "stop_max");
-    write_deck(dir, "d.cfg", "time = { end = 10.0; max_steps = 37; };", "");
-    result r;
-    heat(&r, dir, "run", "d.cfg", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "reached time.max_steps at step 37");
-    EXPECT_OUT(&r, "steps 37 (from 0)");
-    result_free(&r);
-    char *csv = read_in(dir, "res/history.csv");
-    double t;
-    assert_int_equal(last_history_row(csv, &t, NULL), 37);
-    assert_true(t > 0 && t < 10.0);
-    free(csv);
-
-    /* max_steps alone */
-    heat(&r, dir, "run", "d.cfg", "--overwrite", "--set", "time={max_steps=5;}", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "reached time.max_steps at step 5");
-    result_free(&r);
-}
-
-static void test_stop_at_steady_state(void **state)
-{
-    (void)state;
-    char dir[4096], p[4200];
-    scratch(dir, sizeof dir, "stop_steady");
-    path_in(p, sizeof p, dir, "st.cfg");
-    test_write_file(p, "grid = { points = [8, 8, 1]; length = [1.0, 1.0, 1.0]; };\n"
-                       "material = { diffusivity = 1.0; };\n"
-                       "steady = { tolerance = 1.0e-6; check_every = 10; };\n"
-                       "initial = { type = \"constant\"; value = 0.0; };\n"
-                       "boundary = {\n"
-                       "  x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
-                       "  x_hi = { type = \"dirichlet\"; value = 0.0; };\n"
-                       "  y_lo = { type = \"dirichlet\"; value = 0.0; };\n"
-                       "  y_hi = { type = \"dirichlet\"; value = 0.0; };\n"
-                       "};\n"
-                       "output = { dir = \"res\"; };\n"
-                       "solver = { backend = \"cpu\"; };\n");
-    result r;
-    heat(&r, dir, "check", "st.cfg", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "checked every 10 steps");
-    EXPECT_OUT(&r, "at steady state only");
-    result_free(&r);
-
-    heat(&r, dir, "run", "st.cfg", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "reached steady state at step ");
-    result_free(&r);
-    char *csv = read_in(dir, "res/history.csv");
-    double res;
-    long long step = last_history_row(csv, NULL, &res);
-    assert_true(step > 0);
-    assert_int_equal(step % 10, 0);
-    assert_true(res <= 1.0e-6);
-    free(csv);
-
-    /* a step bound that comes first wins */
-    heat(&r, dir, "run", "st.cfg", "--overwrite", "--set", "time.max_steps=20", NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "reached time.max_steps at step 20");
-    result_free(&r);
-}
-
-static void test_blow_up_exits_1(void **state)
-{
-    (void)state;
-    char dir[4096], p[4200];
-    scratch(dir, sizeof dir, "blow_up");
-    path_in(p, sizeof p, dir, "nf.cfg");
-    /* h = 10: the ghost node behind x_lo, u + 2 h gradient = 1e308 + 2e309,
-     * overflows to Inf, and so does the face next to it at the first step. */
-    test_write_file(p, "grid = { points = [8, 8, 1]; length = [70.0, 70.0, 1.0]; };\n"
-                       "material = { diffusivity = 1.0; };\n"
-                       "time = { max_steps = 1000; };\n"
-                       "initial = { type = \"constant\"; value = 1.0e308; };\n"
-                       "boundary = {\n"
-                       "  x_lo = { type = \"neumann\"; gradient = 1.0e308; };\n"
-                       "  x_hi = { type = \"neumann\"; gradient = 0.0; };\n"
-                       "  y_lo = { type = \"neumann\"; gradient = 0.0; };\n"
-                       "  y_hi = { type = \"neumann\"; gradient = 0.0; };\n"
-                       "};\n"
-                       "output = { dir = \"res\"; };\n"
-                       "solver = { backend = \"cpu\"; };\n");
-    result r;
-    heat(&r, dir, "check", "nf.cfg", NULL);
-    expect_rc(&r, 0); /* the deck itself is valid */
-    result_free(&r);
-
-    heat(&r, dir, "run", "nf.cfg", NULL);
-    expect_rc(&r, 1);
-    /* the first check step: steady.check_every defaults to 100 */
-    EXPECT_ERR(&r, "no longer finite at step 100 (t = ");
-    EXPECT_NOT_OUT(&r, "reached");
-    result_free(&r);
-
-    heat(&r, dir, "run", "nf.cfg", "--overwrite", "--set", "steady.check_every=1", "--set",
-         "steady.tolerance=1e-300", NULL);
-    expect_rc(&r, 1);
-    EXPECT_ERR(&r, "no longer finite at step 1 (t = ");
-    result_free(&r);
-}
-
-/* ---- signals ------------------------------------------------------------ */
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void sleep_seconds(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
-/* Starts a long run in `dir`, sends `sig` about a second in, and checks that
- * heat stopped itself with exit status 128 + sig and said so. */
-static void run_and_signal(const char *name, int sig, const char *sig_name)
-{
-    char dir[4096], out_path[4200], err_path[4200];
-    scratch(dir, sizeof dir, name);
-    /* 64^3 for 10^8 steps: minutes of work, so only the signal ends it */
-    write_deck(dir, "long.cfg", "time = { max_steps = 100000000; };", "");
-    path_in(out_path, sizeof out_path, dir, "stdout.txt");
-    path_in(err_path, sizeof err_path, dir, "stderr.txt");
-
-    fflush(NULL);
-    const double t0 = now_seconds();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* a clean slate: default dispositions, nothing blocked */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (chdir(dir) != 0) _exit(126);
-        int in = open("/dev/null", O_RDONLY);
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || o < 0 || e < 0) _exit(126);
-        dup2(in, 0), dup2(o, 1), dup2(e, 2);
-        execl(HEAT_EXE, HEAT_EXE, "run", "long.cfg", "--set", "grid.points=[64,64,64]",
-              (char *)NULL);
-        _exit(127);
-    }
-
-    /* Wait until the run is under way (its first history row comes after
-     * the handlers are installed), and at least a second has gone by. */
-    char hist[4200];
-    path_in(hist, sizeof hist, dir, "res/history.csv");
-    int st = 0, started = 0;
-    while (now_seconds() - t0 < 30) {
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            char *e = test_read_file(err_path);
-            fail_msg("heat ended before the signal (status 0x%x):\n%s", st, e ? e : "");
-        }
-        char *h = test_read_file(hist);
-        started = h && last_history_row(h, NULL, NULL) >= 0;
-        free(h);
-        if (started && now_seconds() - t0 >= 1.0) break;
-        sleep_seconds(0.02);
-    }
-    if (!started) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        fail_msg("heat did not start its run within 30 s");
-    }
-    assert_int_equal(kill(pid, sig), 0);
-
-    /* It stops after the current step: well within a few seconds. */
-    const double t1 = now_seconds();
-    int done = 0;
-    while (!done && now_seconds() - t1 < 20) {
-        done = waitpid(pid, &st, WNOHANG) == pid;
-        if (!done) sleep_seconds(0.02);
-    }
-    if (!done) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        fail_msg("heat did not stop within 20 s of %s", sig_name);
-    }
-    char *out = test_read_file(out_path), *err = test_read_file(err_path);
-    assert_non_null(out);
-    assert_non_null(err);
-    if (WIFSIGNALED(st))
-        fail_msg("heat was killed by signal %d instead of stopping itself\nstderr:\n%s",
-                 WTERMSIG(st), err);
-    assert_true(WIFEXITED(st));
-    if (WEXITSTATUS(st) != 128 + sig)
-        fail_msg("exit status %d, expected %d\nstderr:\n%s", WEXITSTATUS(st), 128 + sig, err);
-    char want[64];
-    snprintf(want, sizeof want, "stopped by %s at step ", sig_name);
-    expect_in("stderr", err, want);
-    expect_in("stdout", out, "interrupted by a signal at step ");
-    /* and it got somewhere before that */
-    const char *at = strstr(err, want);
-    const long long stop = strtoll(at + strlen(want), NULL, 10);
-    assert_true(stop > 0);
-    free(out);
-    free(err);
-
-    /* The checkpoint of the step it stopped at is complete on disk, and the
-     * run can go on from it. */
-    char ckpt[256], want_step[64];
-    snprintf(ckpt, sizeof ckpt, "res/long_ckpt_%08lld.vtkhdf", stop);
-    if (!exists_in(dir, ckpt)) fail_msg("no %s after %s", ckpt, sig_name);
-    result r;
-    heat(&r, dir, "info", ckpt, NULL);
-    expect_rc(&r, 0);
-    snprintf(want_step, sizeof want_step, "step            %lld\n", stop);
-    EXPECT_OUT(&r, want_step);
-    EXPECT_OUT(&r, "checksum        verified");
-    result_free(&r);
-    char max_steps[64];
-    snprintf(max_steps, sizeof max_steps, "time.max_steps=%lld", stop + 3);
-    heat(&r, dir, "run", "long.cfg", "--set", "grid.points=[64,64,64]", "--restart", "latest",
-         "--set", max_steps, NULL);
-    expect_rc(&r, 0);
-    EXPECT_OUT(&r, "steps 3 (from ");
-    result_free(&r);
-}
-
-static void test_sigint_exits_130(void **state)
-{
-    (void)state;
-    run_and_signal("sigint", SIGINT, "SIGINT");
-}
-
-static void test_sigterm_exits_143(void **state)
-{
-    (void)state;
-    run_and_signal("sigterm", SIGTERM, "SIGTERM");
-}
-
-/* heat bench: a row per size and precision, the same in the JSON file, with
- * numbers that are measurements (positive, and GB/s = GLUP/s * 2 * bytes).
- * The CPU gets only k = 1 rows, whatever --temporal asks for. */
-static void test_bench(void **state)
-{
-    (void)state;
-    char dir[4096];
-    scratch(dir, sizeof dir, "bench");
     result r;
     heat(&r, dir, "bench", "--help", NULL);
     expect_rc(&r, 0);
@@ -1295,12 +656,14 @@ static void test_bench(void **state)
     EXPECT_OUT(&r, "1,2,3,4,6,8");
     EXPECT_OUT(&r, "per time step");
     result_free(&r);
+}
 
-    heat(&r, dir, "bench", "--backend", "cpu", "--size", "20x12x7", "--size", "24x16x1", "--runs",
-         "3", "--steps", "2", "--temporal", "4,2", "--json", "b.json", NULL);
-    expect_rc(&r, 0);
+/* The table heat bench prints: a k = 1 row per size and precision, with
+ * numbers that are measurements. */
+static void expect_bench_table(const char *out)
+{
     int rows = 0;
-    for (const char *line = r.out; line; line = strchr(line, '\n')) {
+    for (const char *line = out; line; line = strchr(line, '\n')) {
         if (*line == '\n') line++;
         char size[64], prec[16];
         int k;
@@ -1319,7 +682,11 @@ static void test_bench(void **state)
         assert_true(strcmp(size, "20x12x7") == 0 || strcmp(size, "24x16x1") == 0);
     }
     assert_int_equal(rows, 4);
-    result_free(&r);
+}
+
+/* The same rows in the JSON file, with positive numbers and k = 1. */
+static void expect_bench_json(const char *dir)
+{
     char path[4200];
     snprintf(path, sizeof path, "%s/b.json", dir);
     FILE *f = fopen(path, "r");
@@ -1342,7 +709,12 @@ static void test_bench(void **state)
     int k1_rows = 0;
     for (const char *p = buf; (p = strstr(p, "\"temporal_block\": 1,")); p++) k1_rows++;
     assert_int_equal(k1_rows, 4);
+}
 
+/* Bad --size, --runs and --temporal: exit 2 before anything is timed. */
+static void bench_refuses_bad_options(const char *dir)
+{
+    result r;
     heat(&r, dir, "bench", "--size", "2x2x2", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--size 2x2x2");
@@ -1368,6 +740,25 @@ static void test_bench(void **state)
     }
 }
 
+/* heat bench: a row per size and precision, the same in the JSON file, with
+ * numbers that are measurements (positive, and GB/s = GLUP/s * 2 * bytes).
+ * The CPU gets only k = 1 rows, whatever --temporal asks for. */
+static void test_bench(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "bench");
+    bench_help(dir);
+    result r;
+    heat(&r, dir, "bench", "--backend", "cpu", "--size", "20x12x7", "--size", "24x16x1", "--runs",
+         "3", "--steps", "2", "--temporal", "4,2", "--json", "b.json", NULL);
+    expect_rc(&r, 0);
+    expect_bench_table(r.out);
+    result_free(&r);
+    expect_bench_json(dir);
+    bench_refuses_bad_options(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1389,18 +780,7 @@ int main(void)
         cmocka_unit_test(test_temporal_block),
         cmocka_unit_test(test_set_bad_value),
         cmocka_unit_test(test_set_unknown_key),
-        cmocka_unit_test(test_run_default_deck),
-        cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_quiet),
-        cmocka_unit_test(test_refuses_to_overwrite),
-        cmocka_unit_test(test_restart),
         cmocka_unit_test(test_info),
-        cmocka_unit_test(test_stop_at_end_time),
-        cmocka_unit_test(test_stop_at_max_steps),
-        cmocka_unit_test(test_stop_at_steady_state),
-        cmocka_unit_test(test_blow_up_exits_1),
-        cmocka_unit_test(test_sigint_exits_130),
-        cmocka_unit_test(test_sigterm_exits_143),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

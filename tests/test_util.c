@@ -116,6 +116,17 @@ void test_write_file(const char *path, const char *text)
     assert_int_equal(fclose(f), 0);
 }
 
+void test_expect_in(const char *what, const char *text, const char *needle)
+{
+    if (!text || !strstr(text, needle))
+        fail_msg("%s does not contain \"%s\":\n%s", what, needle, text ? text : "(null)");
+}
+
+void test_expect_not_in(const char *what, const char *text, const char *needle)
+{
+    if (text && strstr(text, needle)) fail_msg("%s contains \"%s\":\n%s", what, needle, text);
+}
+
 int test_exists(const char *path)
 {
     struct stat st;

@@ -37,6 +37,13 @@ void test_write_file(const char *path, const char *text);
 struct heat_file_meta;
 void *test_read_field(const char *path, struct heat_file_meta *m);
 
+/* Fails the test unless `text` (NULL counts as empty) contains `needle`;
+ * `what` names the text in the message ("stdout", "error", ...). */
+void test_expect_in(const char *what, const char *text, const char *needle);
+
+/* Fails the test when `text` contains `needle`. */
+void test_expect_not_in(const char *what, const char *text, const char *needle);
+
 /* Whether path exists. */
 int test_exists(const char *path);
 

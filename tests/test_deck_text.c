@@ -1,0 +1,371 @@
+/* Tests of the input deck's text (input/deck.h): unknown keys, syntax
+ * errors and their file:line, --set overrides and their messages, and the
+ * canonical text round trip. The rest of the deck contract: test_deck.c. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "deck.h"
+#include "heat_case.h"
+#include "deck_helpers.h"
+#include "test_util.h"
+
+/* One problem from the base deck with the overrides in the array `sets`. */
+#define EXPECT_SET_ERR(sets, ...)                                                                  \
+    expect_err(deck(0), (sets), (int)(sizeof(sets) / sizeof *(sets)), 1, NEEDLES(__VA_ARGS__))
+
+/* Loads `text` with the overrides, reloads its canonical text (no overrides,
+ * origin `reorigin`) and asserts the two derived cases are identical. */
+static void assert_round_trip(const char *text, const char *const *sets, int nsets,
+                              const char *reorigin, heat_case *first)
+{
+    char *canon = NULL;
+    load_ok(text, sets, nsets, first, &canon, NULL);
+    assert_non_null(canon);
+    derive_ok(first);
+    heat_case again;
+    heat_error err;
+    memset(&again, 0, sizeof again);
+    int rc = heat_deck_load_string(canon, reorigin, NULL, 0, &again, NULL, NULL, &err);
+    if (rc != HEAT_OK) fail_msg("canonical text does not load (%s):\n%s", err.msg, canon);
+    derive_ok(&again);
+    assert_case_equal(first, &again);
+    /* The canonical text is a fixed point. */
+    char *canon2 = NULL;
+    load_ok(canon, NULL, 0, &again, &canon2, NULL);
+    assert_string_equal(canon, canon2);
+    free(canon);
+    free(canon2);
+}
+
+/* -------------------------------------------------------- unknown keys */
+
+static void test_unknown_keys(void **state)
+{
+    (void)state;
+    const char *m;
+    m = EXPECT_ERR(deck(L_STEADY, "gird = { points = [3, 3, 3]; };", 0),
+                   ORIGIN ":5:", "unknown key gird", "did you mean grid?", "name, grid, material");
+    (void)m;
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1.0; ned = 2.0; };", 0),
+               ORIGIN ":4:", "unknown key time.ned", "end, max_steps, dt, safety",
+               "did you mean end?");
+    EXPECT_ERR(deck(L_GRID,
+                    "grid = { points = [16, 12, 10]; length = [1.0, 2.0, 0.5]; orign = [0.0, 0.0, "
+                    "0.0]; };",
+                    0),
+               ORIGIN ":2:", "unknown key grid.orign", "did you mean origin?");
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = 1.0; conductivity = 2.0; };", 0),
+               ORIGIN ":3:", "unknown key material.conductivity", "diffusivity");
+    EXPECT_ERR(deck(L_OUTPUT, "output = { evry = 10; };", 0),
+               ORIGIN ":15:", "unknown key output.evry", "did you mean every?");
+    EXPECT_ERR(deck(L_SOLVER, "solver = { precison = \"float\"; };", 0),
+               ORIGIN ":16:", "unknown key solver.precison", "did you mean precision?");
+    EXPECT_ERR(deck(L_STEADY, "steady = { tolerance = 1.0; check = 5; };", 0),
+               ORIGIN ":5:", "unknown key steady.check");
+    EXPECT_ERR(deck(L_BOUNDARY_END, "  x_low = { type = \"periodic\"; }; };", 0),
+               ORIGIN ":14:", "unknown key boundary.x_low", "did you mean x_lo?");
+    /* Far from every key: no suggestion. */
+    m = EXPECT_ERR(deck(L_STEADY, "zzzzzzzz = 1;", 0), ORIGIN ":5:", "unknown key zzzzzzzz");
+    assert_lacks(m, "did you mean");
+}
+
+static void test_several_errors_together(void **state)
+{
+    (void)state;
+    const char *m = EXPECT_ERRS(
+        5,
+        deck(L_GRID, "grid = { points = [2, 12, 10]; length = [1.0, 2.0, 0.5]; };", L_MATERIAL,
+             "material = { diffusivity = -1.0; };", L_TIME, "time = { end = 1.0; ned = 2.0; };",
+             L_Y_HI, "  y_hi = { type = \"neumann\"; };", L_SOLVER,
+             "solver = { precision = \"quad\"; };", 0),
+        ORIGIN ":2: grid.points[0] = 2", ORIGIN ":3: material.diffusivity = -1.0",
+        ORIGIN ":4: unknown key time.ned", ORIGIN ":10: boundary.y_lo.type",
+        ORIGIN ":16: solver.precision = \"quad\"");
+    (void)m;
+}
+
+static void test_syntax_errors(void **state)
+{
+    (void)state;
+    /* In memory: origin:line: message. */
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = = 1.0e-4; };", 0), ORIGIN ":3: ");
+    EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"constant\"; value = 20.0; ", 0), ORIGIN ":");
+    /* libconfig arrays hold one type. */
+    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12.0, 10]; length = [1.0, 2.0, 0.5]; };", 0),
+               ORIGIN ":2: ");
+    /* From a file: path:line: message. */
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("syntax"));
+    snprintf(path, sizeof path, "%s/broken.cfg", dir);
+    test_write_file(path, deck(L_TIME, "time = { end = ; };", 0));
+    heat_case c;
+    heat_error err;
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
+    assert_int_equal(err.code, HEAT_EINPUT);
+    char want[4300];
+    snprintf(want, sizeof want, "%s:4: ", path);
+    assert_has(err.msg, want);
+    /* A missing deck file. */
+    snprintf(path, sizeof path, "%s/absent.cfg", dir);
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
+    assert_has(err.msg, path);
+    assert_has(err.msg, "cannot open");
+}
+
+static void test_file_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200], want[4400];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("file_lines"));
+    snprintf(path, sizeof path, "%s/plate.cfg", dir);
+    test_write_file(path,
+                    deck(L_GRID, "grid = { points = [16, 12, 2]; length = [1.0, 2.0, 0.5]; };",
+                         L_SOLVER, "solver = { kernal = \"tiled\"; };", 0));
+    heat_case c;
+    heat_error err;
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
+    assert_int_equal(err.code, HEAT_EINPUT);
+    snprintf(want, sizeof want, "%s:2: grid.points[2] = 2", path);
+    assert_has(err.msg, want);
+    snprintf(want, sizeof want, "%s:16: unknown key solver.kernal", path);
+    assert_has(err.msg, want);
+    assert_has(err.msg, "did you mean kernel?");
+    assert_int_equal(count_lines(err.msg), 2);
+}
+
+/* ------------------------------------------------------------- --set */
+
+static void test_set_values(void **state)
+{
+    (void)state;
+    heat_case c;
+    const char *quoted[] = {"solver.precision=\"float\""};
+    load_ok(deck(0), quoted, 1, &c, NULL, NULL);
+    assert_int_equal(c.solver.precision, HEAT_FLOAT);
+    const char *bare[] = {"solver.precision=float"};
+    load_ok(deck(0), bare, 1, &c, NULL, NULL);
+    assert_int_equal(c.solver.precision, HEAT_FLOAT);
+
+    const char *array[] = {"grid.points=[128,128,1]"};
+    load_ok(deck(0), array, 1, &c, NULL, NULL);
+    assert_int_equal(c.grid.n[0], 128);
+    assert_int_equal(c.grid.n[1], 128);
+    assert_int_equal(c.grid.n[2], 1);
+    assert_int_equal(c.grid.dims, 2);
+
+    /* A missing group is created. */
+    const char *create[] = {"steady.tolerance=1e-3"};
+    load_ok(deck(0), create, 1, &c, NULL, NULL);
+    assert_true(c.steady.enabled);
+    assert_true(c.steady.tolerance == 1e-3);
+    const char *create2[] = {"output.every=7", "solver.temporal_block=3"};
+    load_ok(deck(0), create2, 2, &c, NULL, NULL);
+    assert_int_equal(c.output.every, 7);
+    assert_int_equal(c.solver.temporal_block, 3);
+
+    /* In order: the last one wins; spaces around '=' are allowed. */
+    const char *order[] = {"time.end=1.0", "time.end = 2.5", "material.diffusivity=3"};
+    load_ok(deck(0), order, 3, &c, NULL, NULL);
+    assert_true(c.time.end == 2.5);
+    assert_true(c.alpha == 3.0);
+
+    /* Strings and names. */
+    const char *strs[] = {"output.dir=\"runs/a b\"", "name=trial-2"};
+    load_ok(deck(0), strs, 2, &c, NULL, NULL);
+    assert_string_equal(c.output.dir, "runs/a b");
+    assert_string_equal(c.name, "trial-2");
+
+    /* A whole group. */
+    const char *group[] = {"boundary.x_lo={ type = \"neumann\"; gradient = 2.0; }"};
+    load_ok(deck(0), group, 1, &c, NULL, NULL);
+    assert_int_equal(c.bc[HEAT_X_LO].type, HEAT_BC_NEUMANN);
+    assert_true(c.bc[HEAT_X_LO].gradient == 2.0);
+
+    /* max_steps = 1e5 through --set as well; a steady-only run. */
+    const char *steps[] = {"time.max_steps=1e5"};
+    load_ok(deck(L_TIME, "", 0), steps, 1, &c, NULL, NULL);
+    assert_int_equal(c.time.max_steps, 100000);
+}
+
+static void test_set_syntax_errors(void **state)
+{
+    (void)state;
+    const char *no_eq[] = {"time.end2.0"};
+    EXPECT_SET_ERR(no_eq, "--set time.end2.0", "key=value");
+    const char *empty[] = {"time.end="};
+    EXPECT_SET_ERR(empty, "--set time.end=", "empty");
+    const char *empty_key[] = {"=3"};
+    EXPECT_SET_ERR(empty_key, "--set =3", "empty");
+    const char *not_group[] = {"name.first=x"};
+    EXPECT_SET_ERR(not_group, "--set name.first", "'name'", "not a group");
+    const char *scalar_parent[] = {"material.diffusivity.x=1"};
+    EXPECT_SET_ERR(scalar_parent, "--set material.diffusivity.x", "'diffusivity'", "not a group");
+    const char *bad_key[] = {"time.9=1"};
+    EXPECT_SET_ERR(bad_key, "--set time.9", "'9'", "not a valid key");
+    /* Several bad overrides are reported together. */
+    const char *two[] = {"time.end", "solver="};
+    expect_err(deck(0), two, 2, 2, NEEDLES("--set time.end:", "--set solver=:"));
+}
+
+static void test_set_validation_errors(void **state)
+{
+    (void)state;
+    const char *neg[] = {"material.diffusivity=-1"};
+    const char *m = EXPECT_SET_ERR(neg, "--set: material.diffusivity = -1", "> 0");
+    assert_lacks(m, ORIGIN ":3");
+    const char *prec[] = {"solver.precision=quad"};
+    EXPECT_SET_ERR(prec, "--set: solver.precision = \"quad\"", "\"double\", \"float\"");
+    const char *pts[] = {"grid.points=[128,2,1]"};
+    EXPECT_SET_ERR(pts, "--set: grid.points[1] = 2", ">= 3");
+    const char *pts_frac[] = {"grid.points=[64.5,64.0,64.0]"};
+    EXPECT_SET_ERR(pts_frac, "--set: grid.points[0] = 64.5", "expected an integer");
+    const char *typo[] = {"time.ned=3"};
+    EXPECT_SET_ERR(typo, "--set: unknown key time.ned", "did you mean end?");
+    const char *newgroup[] = {"steady.check_every=5"};
+    EXPECT_SET_ERR(newgroup, "--set: missing key steady.tolerance");
+    const char *safety[] = {"time.safety=1.5"};
+    EXPECT_SET_ERR(safety, "--set: time.safety = 1.5", "(0, 1]");
+    const char *tb[] = {"solver.temporal_block=0"};
+    EXPECT_SET_ERR(tb, "--set: solver.temporal_block = 0", "1 to 8");
+    const char *tb9[] = {"solver.temporal_block=9"};
+    EXPECT_SET_ERR(tb9, "--set: solver.temporal_block = 9", "1 to 8");
+    const char *grp[] = {"grid=5"};
+    EXPECT_SET_ERR(grp, "--set: grid = 5", "expected a group");
+    /* A --set error and a deck error: both located. */
+    const char *both[] = {"time.dt=-1"};
+    expect_err(deck(L_MATERIAL, "material = { diffusivity = 0; };", 0), both, 1, 2,
+               NEEDLES(ORIGIN ":3: material.diffusivity = 0", "--set: time.dt = -1"));
+}
+
+/* --------------------------------------------------- canonical text */
+
+static void test_canonical_round_trip(void **state)
+{
+    (void)state;
+    heat_case c;
+    assert_round_trip(deck(0), NULL, 0, ORIGIN, &c);
+    assert_round_trip(heat_default_deck, NULL, 0, HEAT_DEFAULT_DECK_NAME, &c);
+    assert_round_trip(
+        deck(L_GRID,
+             "grid = { points = [16, 12, 10]; length = [1.0, 2.0, 0.5]; origin = (-1.5, 2, 1e-3); "
+             "};",
+             L_TIME, "time = { end = 5.0; max_steps = 10000000000L; dt = 1.0e-3; safety = 0.5; };",
+             L_STEADY, "steady = { tolerance = 1.0e-6; check_every = 25; };", L_INITIAL,
+             "initial = { type = \"sine\"; modes = [1.0, 2.0, 0.0]; amplitude = 3.5; };", L_OUTPUT,
+             "output = { dir = \"runs/\\\"q\\\"\"; every = 100; checkpoint_every = 1000; "
+             "keep_checkpoints = 3; checkpoint_wall = 600.5; compress = 4; };",
+             L_SOLVER,
+             "solver = { backend = \"cpu\"; precision = \"float\"; kernel = \"sliced\"; "
+             "temporal_block = 4; };",
+             0),
+        NULL, 0, ORIGIN, &c);
+    assert_string_equal(c.output.dir, "runs/\"q\"");
+    assert_true(c.time.max_steps == INT64_C(10000000000));
+}
+
+static void test_canonical_keeps_doubles_exact(void **state)
+{
+    (void)state;
+    heat_case c;
+    assert_round_trip(
+        deck(L_GRID,
+             "grid = { points = [16, 12, 10]; length = [0.30000000000000004, 0.1, "
+             "0.7]; origin = [-0.0, 1e300, 0.7]; };",
+             L_MATERIAL, "material = { diffusivity = 1.2345678901234567e-4; };", L_TIME,
+             "time = { end = 3.3333333333333335; safety = 0.123456789012345678; };", L_INITIAL,
+             "initial = { type = \"gaussian\"; center = [0.1, 0.2, 0.3]; width = "
+             "1.2345678901234567e-140; amplitude = 1e5; base = 100.0; };",
+             L_X_LO, "  x_lo = { type = \"dirichlet\"; value = 0.1; };", 0),
+        NULL, 0, ORIGIN, &c);
+    assert_true(c.alpha == 1.2345678901234567e-4);
+    assert_true(c.grid.length[0] == 0.30000000000000004);
+    assert_true(c.grid.origin[1] == 1e300);
+    assert_true(c.time.end == 3.3333333333333335);
+    assert_true(c.time.safety == 0.123456789012345678);
+    assert_true(c.initial.width == 1.2345678901234567e-140);
+    assert_true(c.bc[HEAT_X_LO].value == 0.1);
+}
+
+static void test_canonical_round_trip_with_sets(void **state)
+{
+    (void)state;
+    heat_case c;
+    const char *sets[] = {"solver.precision=float",
+                          "solver.kernel=\"tiled\"",
+                          "grid.points=[32,24,1]",
+                          "steady.tolerance=1e-3",
+                          "time.max_steps=1e5",
+                          "material.diffusivity=2.5e-5",
+                          "time.dt=0.1",
+                          "boundary.x_hi={ type = \"dirichlet\"; value = 0.30000000000000004; }"};
+    assert_round_trip(deck(0), sets, (int)(sizeof sets / sizeof *sets), ORIGIN, &c);
+    assert_int_equal(c.solver.precision, HEAT_FLOAT);
+    assert_int_equal(c.solver.kernel, HEAT_KERNEL_TILED);
+    assert_int_equal(c.grid.n[0], 32);
+    assert_int_equal(c.grid.dims, 2);
+    assert_true(c.steady.enabled && c.steady.tolerance == 1e-3);
+    assert_int_equal(c.time.max_steps, 100000);
+    assert_true(c.alpha == 2.5e-5);
+    assert_true(c.time.has_dt && c.time.dt == 0.1);
+    assert_int_equal(c.bc[HEAT_X_HI].type, HEAT_BC_DIRICHLET);
+    assert_true(c.bc[HEAT_X_HI].value == 0.30000000000000004);
+    /* The canonical text carries the overrides: loaded with no --set, it
+     * differs from the plain deck. */
+    char *canon = NULL;
+    heat_case plain, again;
+    load_ok(deck(0), sets, (int)(sizeof sets / sizeof *sets), &again, &canon, NULL);
+    load_ok(deck(0), NULL, 0, &plain, NULL, NULL);
+    assert_int_equal(plain.solver.precision, HEAT_DOUBLE);
+    assert_has(canon, "float");
+    free(canon);
+}
+
+/* A deck without a name, from a file: the canonical text is loaded again
+ * under another origin (a checkpoint) and must give the same case, name
+ * and output directory included. */
+static void test_canonical_keeps_default_name(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", test_scratch_dir("canonical_name"));
+    snprintf(path, sizeof path, "%s/slab.cfg", dir);
+    test_write_file(path, deck(L_NAME, "", 0));
+    heat_case c, again;
+    heat_error err;
+    char *canon = NULL;
+    memset(&c, 0, sizeof c);
+    if (heat_deck_load(path, NULL, 0, &c, &canon, NULL, &err) != HEAT_OK) fail_msg("%s", err.msg);
+    derive_ok(&c);
+    assert_string_equal(c.name, "slab");
+    memset(&again, 0, sizeof again);
+    if (heat_deck_load_string(canon, "checkpoint", NULL, 0, &again, NULL, NULL, &err) != HEAT_OK)
+        fail_msg("%s\n%s", err.msg, canon);
+    derive_ok(&again);
+    assert_case_equal(&c, &again);
+    free(canon);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_several_errors_together),
+        cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_file_errors_name_file_and_line),
+        cmocka_unit_test(test_set_values),
+        cmocka_unit_test(test_set_syntax_errors),
+        cmocka_unit_test(test_set_validation_errors),
+        cmocka_unit_test(test_canonical_round_trip),
+        cmocka_unit_test(test_canonical_keeps_doubles_exact),
+        cmocka_unit_test(test_canonical_round_trip_with_sets),
+        cmocka_unit_test(test_canonical_keeps_default_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
