@@ -17,17 +17,17 @@
 static int finish(config_t *cfg, const char *origin, const char *const *sets, int nsets,
                   heat_case *out, char **text_out, FILE *notices, heat_error *err)
 {
-    for (int i = 0; i < nsets; i++) apply_set(cfg, sets[i], err);
+    for (int i = 0; i < nsets; i++) heat_deck_apply_set(cfg, sets[i], err);
     if (err->code != HEAT_OK) return err->code;
 
     heat_case c;
     memset(&c, 0, sizeof c);
     vctx v = {origin, err, notices};
-    validate(&v, cfg, &c);
+    heat_deck_validate(&v, cfg, &c);
     if (err->code != HEAT_OK) return err->code;
     *out = c;
     if (text_out) {
-        *text_out = canonical_text(cfg, c.name);
+        *text_out = heat_deck_canonical_text(cfg, c.name);
         if (!*text_out) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     }
     return HEAT_OK;

@@ -15,7 +15,7 @@
 
 /* ------------------------------------------------------- validation core */
 
-void where(const vctx *v, const config_setting_t *s, char *buf, size_t n)
+void heat_deck_where(const vctx *v, const config_setting_t *s, char *buf, size_t n)
 {
     if (s && config_setting_is_root(s))
         snprintf(buf, n, "%s", v->origin);
@@ -27,31 +27,31 @@ void where(const vctx *v, const config_setting_t *s, char *buf, size_t n)
         snprintf(buf, n, "%s", v->origin);
 }
 
-void path_of(const config_setting_t *s, char *buf, size_t n)
+void heat_deck_path_of(const config_setting_t *s, char *buf, size_t n)
 {
     if (!s || config_setting_is_root(s)) {
         buf[0] = '\0';
         return;
     }
     char parent[512];
-    path_of(config_setting_parent(s), parent, sizeof parent);
+    heat_deck_path_of(config_setting_parent(s), parent, sizeof parent);
     if (config_setting_name(s))
         snprintf(buf, n, "%s%s%s", parent, parent[0] ? "." : "", config_setting_name(s));
     else
         snprintf(buf, n, "%s[%d]", parent, config_setting_index(s));
 }
 
-char *value_text(const config_setting_t *s)
+char *heat_deck_value_text(const config_setting_t *s)
 {
     strbuf b = {0};
     if (config_setting_is_group(s))
-        sb_printf(&b, "{ ... }");
+        heat_deck_sb_printf(&b, "{ ... }");
     else
-        sb_value(&b, s, 0);
+        heat_deck_sb_value(&b, s, 0);
     return b.s;
 }
 
-const char *type_text(const config_setting_t *s)
+const char *heat_deck_type_text(const config_setting_t *s)
 {
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_INT:
@@ -74,12 +74,12 @@ const char *type_text(const config_setting_t *s)
     }
 }
 
-void bad(vctx *v, const config_setting_t *s, const char *fmt, ...)
+void heat_deck_bad(vctx *v, const config_setting_t *s, const char *fmt, ...)
 {
     char loc[HEAT_PATH_MAX + 32], path[512], *msg = NULL;
-    where(v, s, loc, sizeof loc);
-    path_of(s, path, sizeof path);
-    char *val = value_text(s);
+    heat_deck_where(v, s, loc, sizeof loc);
+    heat_deck_path_of(s, path, sizeof path);
+    char *val = heat_deck_value_text(s);
     va_list ap;
     va_start(ap, fmt);
     if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
@@ -90,11 +90,11 @@ void bad(vctx *v, const config_setting_t *s, const char *fmt, ...)
     free(msg);
 }
 
-void missing(vctx *v, const config_setting_t *group, const char *key, const char *what)
+void heat_deck_missing(vctx *v, const config_setting_t *group, const char *key, const char *what)
 {
     char loc[HEAT_PATH_MAX + 32], path[512];
-    where(v, group, loc, sizeof loc);
-    path_of(group, path, sizeof path);
+    heat_deck_where(v, group, loc, sizeof loc);
+    heat_deck_path_of(group, path, sizeof path);
     heat_error_append(v->err, HEAT_EINPUT, "%s: missing key %s%s%s (%s)", loc, path,
                       path[0] ? "." : "", key, what);
 }
@@ -120,8 +120,8 @@ static size_t edit_distance(const char *a, const char *b)
 }
 
 /* Reports every member of `group` whose name is not in `allowed`. */
-void check_keys(vctx *v, const config_setting_t *group, const char *const *allowed,
-                const char *context)
+void heat_deck_check_keys(vctx *v, const config_setting_t *group, const char *const *allowed,
+                          const char *context)
 {
     for (int i = 0; i < config_setting_length(group); i++) {
         const config_setting_t *m = config_setting_get_elem(group, (unsigned)i);
@@ -139,8 +139,8 @@ void check_keys(vctx *v, const config_setting_t *group, const char *const *allow
         }
         if (ok) continue;
         char loc[HEAT_PATH_MAX + 32], path[512];
-        where(v, m, loc, sizeof loc);
-        path_of(m, path, sizeof path);
+        heat_deck_where(v, m, loc, sizeof loc);
+        heat_deck_path_of(m, path, sizeof path);
         heat_error_append(v->err, HEAT_EINPUT, "%s: unknown key %s%s (allowed%s%s: %s)%s%s%s", loc,
                           path, "", context ? " " : "", context ? context : "", list,
                           near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
@@ -149,7 +149,7 @@ void check_keys(vctx *v, const config_setting_t *group, const char *const *allow
 
 /* A number setting (int, int64 or float) as a finite double: 1, or -1 with
  * the problem reported. */
-int number_of(vctx *v, const config_setting_t *s, double *out)
+int heat_deck_number_of(vctx *v, const config_setting_t *s, double *out)
 {
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_INT:
@@ -162,11 +162,11 @@ int number_of(vctx *v, const config_setting_t *s, double *out)
         *out = config_setting_get_float(s);
         break;
     default:
-        bad(v, s, "expected a number, found %s", type_text(s));
+        heat_deck_bad(v, s, "expected a number, found %s", heat_deck_type_text(s));
         return -1;
     }
     if (!isfinite(*out)) {
-        bad(v, s, "expected a finite number");
+        heat_deck_bad(v, s, "expected a finite number");
         return -1;
     }
     return 1;
@@ -176,17 +176,18 @@ int number_of(vctx *v, const config_setting_t *s, double *out)
  * *out), 0 when it is absent (reported when `required`), -1 when it has the
  * wrong type (reported). */
 
-int get_number(vctx *v, const config_setting_t *g, const char *key, int required, double *out)
+int heat_deck_get_number(vctx *v, const config_setting_t *g, const char *key, int required,
+                         double *out)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
-        if (required) missing(v, g, key, "a number");
+        if (required) heat_deck_missing(v, g, key, "a number");
         return 0;
     }
-    return number_of(v, s, out);
+    return heat_deck_number_of(v, s, out);
 }
 
-int as_int64(const config_setting_t *s, int64_t *out)
+int heat_deck_as_int64(const config_setting_t *s, int64_t *out)
 {
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_INT:
@@ -209,7 +210,7 @@ int as_int64(const config_setting_t *s, int64_t *out)
     }
 }
 
-const char *not_integer_text(const config_setting_t *s)
+const char *heat_deck_not_integer_text(const config_setting_t *s)
 {
     if (config_setting_type(s) == CONFIG_TYPE_FLOAT) {
         double x = config_setting_get_float(s);
@@ -218,33 +219,35 @@ const char *not_integer_text(const config_setting_t *s)
         return "expected an integer, found a number with a fraction";
     }
     static _Thread_local char buf[64];
-    snprintf(buf, sizeof buf, "expected an integer, found %s", type_text(s));
+    snprintf(buf, sizeof buf, "expected an integer, found %s", heat_deck_type_text(s));
     return buf;
 }
 
-int get_int(vctx *v, const config_setting_t *g, const char *key, int required, int64_t *out)
+int heat_deck_get_int(vctx *v, const config_setting_t *g, const char *key, int required,
+                      int64_t *out)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
-        if (required) missing(v, g, key, "an integer");
+        if (required) heat_deck_missing(v, g, key, "an integer");
         return 0;
     }
-    if (!as_int64(s, out)) {
-        bad(v, s, "%s", not_integer_text(s));
+    if (!heat_deck_as_int64(s, out)) {
+        heat_deck_bad(v, s, "%s", heat_deck_not_integer_text(s));
         return -1;
     }
     return 1;
 }
 
-int get_string(vctx *v, const config_setting_t *g, const char *key, int required, const char **out)
+int heat_deck_get_string(vctx *v, const config_setting_t *g, const char *key, int required,
+                         const char **out)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
-        if (required) missing(v, g, key, "a string");
+        if (required) heat_deck_missing(v, g, key, "a string");
         return 0;
     }
     if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-        bad(v, s, "expected a string, found %s", type_text(s));
+        heat_deck_bad(v, s, "expected a string, found %s", heat_deck_type_text(s));
         return -1;
     }
     *out = config_setting_get_string(s);
@@ -252,11 +255,11 @@ int get_string(vctx *v, const config_setting_t *g, const char *key, int required
 }
 
 /* A string that must be one of `choices` (NULL-terminated); *index set. */
-int get_choice(vctx *v, const config_setting_t *g, const char *key, int required,
-               const char *const *choices, int *index)
+int heat_deck_get_choice(vctx *v, const config_setting_t *g, const char *key, int required,
+                         const char *const *choices, int *index)
 {
     const char *str = NULL;
-    int got = get_string(v, g, key, 0, &str);
+    int got = heat_deck_get_string(v, g, key, 0, &str);
     char list[256] = "";
     for (const char *const *c = choices; *c; c++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"",
@@ -264,7 +267,7 @@ int get_choice(vctx *v, const config_setting_t *g, const char *key, int required
     if (got == 0 && required) {
         char what[300];
         snprintf(what, sizeof what, "one of %s", list);
-        missing(v, g, key, what);
+        heat_deck_missing(v, g, key, what);
     }
     if (got != 1) return got;
     for (int i = 0; choices[i]; i++)
@@ -272,42 +275,42 @@ int get_choice(vctx *v, const config_setting_t *g, const char *key, int required
             *index = i;
             return 1;
         }
-    bad(v, config_setting_get_member(g, key), "expected one of %s", list);
+    heat_deck_bad(v, config_setting_get_member(g, key), "expected one of %s", list);
     return -1;
 }
 
 /* Exactly three numbers (an array or a list). */
-int get_triple(vctx *v, const config_setting_t *g, const char *key, int required, double out[3],
-               const char *what)
+int heat_deck_get_triple(vctx *v, const config_setting_t *g, const char *key, int required,
+                         double out[3], const char *what)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
-        if (required) missing(v, g, key, what);
+        if (required) heat_deck_missing(v, g, key, what);
         return 0;
     }
     if ((!config_setting_is_array(s) && !config_setting_is_list(s)) ||
         config_setting_length(s) != 3) {
-        bad(v, s, "expected %s", what);
+        heat_deck_bad(v, s, "expected %s", what);
         return -1;
     }
     for (unsigned i = 0; i < 3; i++) {
-        if (number_of(v, config_setting_get_elem(s, i), &out[i]) != 1) return -1;
+        if (heat_deck_number_of(v, config_setting_get_elem(s, i), &out[i]) != 1) return -1;
     }
     return 1;
 }
 
 /* A group member that must itself be a group; absent -> NULL (reported when
  * required), wrong type -> NULL (reported). */
-const config_setting_t *get_group(vctx *v, const config_setting_t *g, const char *key, int required,
-                                  const char *what)
+const config_setting_t *heat_deck_get_group(vctx *v, const config_setting_t *g, const char *key,
+                                            int required, const char *what)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
-        if (required) missing(v, g, key, what);
+        if (required) heat_deck_missing(v, g, key, what);
         return NULL;
     }
     if (!config_setting_is_group(s)) {
-        bad(v, s, "expected a group { ... }, found %s", type_text(s));
+        heat_deck_bad(v, s, "expected a group { ... }, found %s", heat_deck_type_text(s));
         return NULL;
     }
     return s;

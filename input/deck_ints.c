@@ -120,7 +120,7 @@ static void scan_number(scan *s)
             s->bad = p + start, s->bad_len = i - start + (size_t)has_l, s->bad_line = s->line;
         return;
     }
-    sb_printf(&s->out, "%.*s%s", (int)(b - s->copied), p + s->copied, suffix);
+    heat_deck_sb_printf(&s->out, "%.*s%s", (int)(b - s->copied), p + s->copied, suffix);
     s->copied = b;
 }
 
@@ -174,7 +174,7 @@ int heat_deck_widen_ints(const char *text, char **out, const char *origin, heat_
                               "9223372036854775807); write a number with a decimal point",
                               origin, s.bad_line, (int)s.bad_len, s.bad);
     }
-    sb_printf(&s.out, "%s", text + s.copied);
+    heat_deck_sb_printf(&s.out, "%s", text + s.copied);
     if (!s.out.s) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     *out = s.out.s;
     return HEAT_OK;
@@ -226,11 +226,11 @@ char *heat_deck_read_text(const char *path, heat_error *err)
         else if (b.len + n > (64u << 20))
             why = "more than 64 MiB: not a deck";
         else
-            sb_printf(&b, "%.*s", (int)n, chunk);
+            heat_deck_sb_printf(&b, "%.*s", (int)n, chunk);
     }
     if (!why && ferror(f)) why = strerror(errno);
     fclose(f);
-    if (!why && !b.s) sb_printf(&b, "%s", "");
+    if (!why && !b.s) heat_deck_sb_printf(&b, "%s", "");
     if (!why && !b.s) why = "out of memory";
     if (why) {
         free(b.s);

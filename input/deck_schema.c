@@ -25,9 +25,10 @@ static int name_ok(const char *s)
 static void v_name(vctx *v, const config_setting_t *root, heat_case *c, const char *origin)
 {
     const char *name;
-    if (get_string(v, root, "name", 0, &name) == 1) {
+    if (heat_deck_get_string(v, root, "name", 0, &name) == 1) {
         if (!name_ok(name))
-            bad(v, MEMBER(root, "name"),
+            heat_deck_bad(
+                v, MEMBER(root, "name"),
                 "expected 1 to 200 characters from A-Z a-z 0-9 _ - . (not starting with '.'): "
                 "the name is part of every output file name");
         else
@@ -48,87 +49,89 @@ static void v_name(vctx *v, const config_setting_t *root, heat_case *c, const ch
 static void v_grid(vctx *v, const config_setting_t *root, heat_case *c)
 {
     static const char *const keys[] = {"points", "length", "origin", NULL};
-    const config_setting_t *g = get_group(v, root, "grid", 1, "a group with points and length");
+    const config_setting_t *g =
+        heat_deck_get_group(v, root, "grid", 1, "a group with points and length");
     if (!g) return;
-    check_keys(v, g, keys, NULL);
+    heat_deck_check_keys(v, g, keys, NULL);
 
     const config_setting_t *p = MEMBER(g, "points");
     if (!p)
-        missing(v, g, "points", "[nx, ny, nz], integers >= 3, nz = 1 for a 2D run");
+        heat_deck_missing(v, g, "points", "[nx, ny, nz], integers >= 3, nz = 1 for a 2D run");
     else if ((!config_setting_is_array(p) && !config_setting_is_list(p)) ||
              config_setting_length(p) != 3)
-        bad(v, p, "expected [nx, ny, nz], integers >= 3, nz = 1 for a 2D run");
+        heat_deck_bad(v, p, "expected [nx, ny, nz], integers >= 3, nz = 1 for a 2D run");
     else {
         int ok = 1;
         for (unsigned i = 0; i < 3; i++) {
             const config_setting_t *e = config_setting_get_elem(p, i);
             int64_t n;
-            if (!as_int64(e, &n)) {
-                bad(v, e, "%s", not_integer_text(e));
+            if (!heat_deck_as_int64(e, &n)) {
+                heat_deck_bad(v, e, "%s", heat_deck_not_integer_text(e));
                 ok = 0;
             } else if (n < 3 && !(i == 2 && n == 1)) {
-                bad(v, e, "each of nx, ny, nz must be >= 3 (nz = 1 makes a 2D run)");
+                heat_deck_bad(v, e, "each of nx, ny, nz must be >= 3 (nz = 1 makes a 2D run)");
                 ok = 0;
             } else if (n > (INT64_C(1) << 40)) {
-                bad(v, e, "at most 2^40 points per axis");
+                heat_deck_bad(v, e, "at most 2^40 points per axis");
                 ok = 0;
             } else
                 c->grid.n[i] = n;
         }
         if (ok) {
             double total = (double)c->grid.n[0] * (double)c->grid.n[1] * (double)c->grid.n[2];
-            if (total > 0x1p50) bad(v, p, "at most 2^50 points in all");
+            if (total > 0x1p50) heat_deck_bad(v, p, "at most 2^50 points in all");
             c->grid.dims = c->grid.n[2] == 1 ? 2 : 3;
         }
     }
 
-    if (get_triple(v, g, "length", 1, c->grid.length, "[Lx, Ly, Lz], each > 0") == 1)
+    if (heat_deck_get_triple(v, g, "length", 1, c->grid.length, "[Lx, Ly, Lz], each > 0") == 1)
         for (unsigned i = 0; i < 3; i++)
             if (!(c->grid.length[i] > 0))
-                bad(v, config_setting_get_elem(MEMBER(g, "length"), i),
-                    "each length must be > 0 (Lz too in a 2D run, where it is unused)");
-    get_triple(v, g, "origin", 0, c->grid.origin, "[x0, y0, z0], three numbers");
+                heat_deck_bad(v, config_setting_get_elem(MEMBER(g, "length"), i),
+                              "each length must be > 0 (Lz too in a 2D run, where it is unused)");
+    heat_deck_get_triple(v, g, "origin", 0, c->grid.origin, "[x0, y0, z0], three numbers");
 }
 
 static void v_material(vctx *v, const config_setting_t *root, heat_case *c)
 {
     static const char *const keys[] = {"diffusivity", NULL};
-    const config_setting_t *g = get_group(v, root, "material", 1, "a group with diffusivity");
+    const config_setting_t *g =
+        heat_deck_get_group(v, root, "material", 1, "a group with diffusivity");
     if (!g) return;
-    check_keys(v, g, keys, NULL);
-    if (get_number(v, g, "diffusivity", 1, &c->alpha) == 1 && !(c->alpha > 0))
-        bad(v, MEMBER(g, "diffusivity"), "the diffusivity must be > 0");
+    heat_deck_check_keys(v, g, keys, NULL);
+    if (heat_deck_get_number(v, g, "diffusivity", 1, &c->alpha) == 1 && !(c->alpha > 0))
+        heat_deck_bad(v, MEMBER(g, "diffusivity"), "the diffusivity must be > 0");
 }
 
 static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
 {
     static const char *const keys[] = {"end", "max_steps", "dt", "safety", NULL};
     c->time.safety = 0.9;
-    const config_setting_t *g = get_group(v, root, "time", 0, NULL);
+    const config_setting_t *g = heat_deck_get_group(v, root, "time", 0, NULL);
     if (!g) return;
-    check_keys(v, g, keys, NULL);
-    if (get_number(v, g, "end", 0, &c->time.end) == 1) {
+    heat_deck_check_keys(v, g, keys, NULL);
+    if (heat_deck_get_number(v, g, "end", 0, &c->time.end) == 1) {
         if (c->time.end > 0)
             c->time.has_end = 1;
         else
-            bad(v, MEMBER(g, "end"), "the end time must be > 0");
+            heat_deck_bad(v, MEMBER(g, "end"), "the end time must be > 0");
     }
-    if (get_int(v, g, "max_steps", 0, &c->time.max_steps) == 1) {
+    if (heat_deck_get_int(v, g, "max_steps", 0, &c->time.max_steps) == 1) {
         if (c->time.max_steps >= 1)
             c->time.has_max_steps = 1;
         else
-            bad(v, MEMBER(g, "max_steps"), "max_steps must be >= 1");
+            heat_deck_bad(v, MEMBER(g, "max_steps"), "max_steps must be >= 1");
     }
-    if (get_number(v, g, "dt", 0, &c->time.dt) == 1) {
+    if (heat_deck_get_number(v, g, "dt", 0, &c->time.dt) == 1) {
         if (c->time.dt > 0) {
             c->time.has_dt = 1;
-            where(v, MEMBER(g, "dt"), c->time.dt_where, sizeof c->time.dt_where);
+            heat_deck_where(v, MEMBER(g, "dt"), c->time.dt_where, sizeof c->time.dt_where);
         } else
-            bad(v, MEMBER(g, "dt"), "dt must be > 0 (leave it out for safety * dt_max)");
+            heat_deck_bad(v, MEMBER(g, "dt"), "dt must be > 0 (leave it out for safety * dt_max)");
     }
-    if (get_number(v, g, "safety", 0, &c->time.safety) == 1 &&
+    if (heat_deck_get_number(v, g, "safety", 0, &c->time.safety) == 1 &&
         !(c->time.safety > 0 && c->time.safety <= 1))
-        bad(v, MEMBER(g, "safety"), "safety must be in (0, 1]");
+        heat_deck_bad(v, MEMBER(g, "safety"), "safety must be in (0, 1]");
 }
 
 static void v_steady(vctx *v, const config_setting_t *root, heat_case *c)
@@ -136,19 +139,22 @@ static void v_steady(vctx *v, const config_setting_t *root, heat_case *c)
     static const char *const keys[] = {"tolerance", "check_every", "stall_checks", NULL};
     c->steady.check_every = 100;
     c->steady.stall_checks = 100;
-    const config_setting_t *g = get_group(v, root, "steady", 0, NULL);
+    const config_setting_t *g = heat_deck_get_group(v, root, "steady", 0, NULL);
     if (!g) return;
-    check_keys(v, g, keys, NULL);
+    heat_deck_check_keys(v, g, keys, NULL);
     c->steady.enabled = 1;
-    if (get_number(v, g, "tolerance", 1, &c->steady.tolerance) == 1 && !(c->steady.tolerance > 0))
-        bad(v, MEMBER(g, "tolerance"), "the tolerance must be > 0");
-    if (get_int(v, g, "stall_checks", 0, &c->steady.stall_checks) == 1 &&
+    if (heat_deck_get_number(v, g, "tolerance", 1, &c->steady.tolerance) == 1 &&
+        !(c->steady.tolerance > 0))
+        heat_deck_bad(v, MEMBER(g, "tolerance"), "the tolerance must be > 0");
+    if (heat_deck_get_int(v, g, "stall_checks", 0, &c->steady.stall_checks) == 1 &&
         c->steady.stall_checks < 0)
-        bad(v, MEMBER(g, "stall_checks"),
+        heat_deck_bad(
+            v, MEMBER(g, "stall_checks"),
             "expected an integer >= 0 (checks without a new low residual before the run stops "
             "as stalled; 0: never)");
-    if (get_int(v, g, "check_every", 0, &c->steady.check_every) == 1 && c->steady.check_every < 1)
-        bad(v, MEMBER(g, "check_every"), "check_every must be >= 1");
+    if (heat_deck_get_int(v, g, "check_every", 0, &c->steady.check_every) == 1 &&
+        c->steady.check_every < 1)
+        heat_deck_bad(v, MEMBER(g, "check_every"), "check_every must be >= 1");
 }
 
 static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
@@ -160,12 +166,12 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
     static const char *const k_file[] = {"type", "path", NULL};
     static const char *const k_all[] = {"type", "value", "center", "width", "amplitude",
                                         "base", "modes", "path",   NULL};
-    const config_setting_t *g =
-        get_group(v, root, "initial", 1, "a group with type = constant, gaussian, sine or file");
+    const config_setting_t *g = heat_deck_get_group(
+        v, root, "initial", 1, "a group with type = constant, gaussian, sine or file");
     if (!g) return;
     int t;
-    if (get_choice(v, g, "type", 1, types, &t) != 1) {
-        check_keys(v, g, k_all, NULL);
+    if (heat_deck_get_choice(v, g, "type", 1, types, &t) != 1) {
+        heat_deck_check_keys(v, g, k_all, NULL);
         return;
     }
     c->initial.type = (heat_init_type)t;
@@ -173,34 +179,37 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
     snprintf(ctx, sizeof ctx, "for type \"%s\"", types[t]);
     switch (c->initial.type) {
     case HEAT_INIT_CONSTANT:
-        check_keys(v, g, k_constant, ctx);
-        get_number(v, g, "value", 1, &c->initial.value);
+        heat_deck_check_keys(v, g, k_constant, ctx);
+        heat_deck_get_number(v, g, "value", 1, &c->initial.value);
         break;
     case HEAT_INIT_GAUSSIAN:
-        check_keys(v, g, k_gaussian, ctx);
-        get_triple(v, g, "center", 1, c->initial.center, "[x, y, z], three numbers");
-        if (get_number(v, g, "width", 1, &c->initial.width) == 1 && !(c->initial.width > 0))
-            bad(v, MEMBER(g, "width"), "the width must be > 0");
-        get_number(v, g, "amplitude", 1, &c->initial.amplitude);
-        get_number(v, g, "base", 0, &c->initial.base);
+        heat_deck_check_keys(v, g, k_gaussian, ctx);
+        heat_deck_get_triple(v, g, "center", 1, c->initial.center, "[x, y, z], three numbers");
+        if (heat_deck_get_number(v, g, "width", 1, &c->initial.width) == 1 &&
+            !(c->initial.width > 0))
+            heat_deck_bad(v, MEMBER(g, "width"), "the width must be > 0");
+        heat_deck_get_number(v, g, "amplitude", 1, &c->initial.amplitude);
+        heat_deck_get_number(v, g, "base", 0, &c->initial.base);
         break;
     case HEAT_INIT_SINE:
-        check_keys(v, g, k_sine, ctx);
-        if (get_triple(v, g, "modes", 1, c->initial.modes, "[kx, ky, kz], three numbers >= 0") == 1)
+        heat_deck_check_keys(v, g, k_sine, ctx);
+        if (heat_deck_get_triple(v, g, "modes", 1, c->initial.modes,
+                                 "[kx, ky, kz], three numbers >= 0") == 1)
             for (unsigned i = 0; i < 3; i++)
                 if (!(c->initial.modes[i] >= 0))
-                    bad(v, config_setting_get_elem(MEMBER(g, "modes"), i),
-                        "each wave number must be >= 0");
-        get_number(v, g, "amplitude", 1, &c->initial.amplitude);
+                    heat_deck_bad(v, config_setting_get_elem(MEMBER(g, "modes"), i),
+                                  "each wave number must be >= 0");
+        heat_deck_get_number(v, g, "amplitude", 1, &c->initial.amplitude);
         break;
     case HEAT_INIT_FILE: {
-        check_keys(v, g, k_file, ctx);
+        heat_deck_check_keys(v, g, k_file, ctx);
         const char *path;
-        if (get_string(v, g, "path", 1, &path) == 1) {
+        if (heat_deck_get_string(v, g, "path", 1, &path) == 1) {
             if (!path[0] || strlen(path) >= HEAT_PATH_MAX)
-                bad(v, MEMBER(g, "path"), "expected the path of a snapshot or checkpoint file");
+                heat_deck_bad(v, MEMBER(g, "path"),
+                              "expected the path of a snapshot or checkpoint file");
             else if (access(path, R_OK) != 0)
-                bad(v, MEMBER(g, "path"), "cannot read the file: %s", strerror(errno));
+                heat_deck_bad(v, MEMBER(g, "path"), "cannot read the file: %s", strerror(errno));
             else
                 snprintf(c->initial.path, sizeof c->initial.path, "%s", path);
         }
@@ -218,9 +227,10 @@ static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
     static const char *const k_neumann[] = {"type", "gradient", NULL};
     static const char *const k_periodic[] = {"type", NULL};
     static const char *const k_all[] = {"type", "value", "gradient", NULL};
-    const config_setting_t *g = get_group(v, root, "boundary", 1, "a group with x_lo ... z_hi");
+    const config_setting_t *g =
+        heat_deck_get_group(v, root, "boundary", 1, "a group with x_lo ... z_hi");
     if (!g) return;
-    check_keys(v, g, faces, NULL);
+    heat_deck_check_keys(v, g, faces, NULL);
     int nfaces = c->grid.dims == 2 ? 4 : 6;
     int have[HEAT_NFACES] = {0};
     for (int f = 0; f < HEAT_NFACES; f++) {
@@ -232,13 +242,13 @@ static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
             continue;
         }
         const config_setting_t *fg =
-            get_group(v, g, faces[f], 1,
-                      "type = \"dirichlet\" with value, \"neumann\" with gradient, or "
-                      "\"periodic\"");
+            heat_deck_get_group(v, g, faces[f], 1,
+                                "type = \"dirichlet\" with value, \"neumann\" with gradient, or "
+                                "\"periodic\"");
         if (!fg) continue;
         int t;
-        if (get_choice(v, fg, "type", 1, types, &t) != 1) {
-            check_keys(v, fg, k_all, NULL);
+        if (heat_deck_get_choice(v, fg, "type", 1, types, &t) != 1) {
+            heat_deck_check_keys(v, fg, k_all, NULL);
             continue;
         }
         have[f] = 1;
@@ -246,13 +256,13 @@ static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
         char ctx[64];
         snprintf(ctx, sizeof ctx, "for type \"%s\"", types[t]);
         if (t == HEAT_BC_DIRICHLET) {
-            check_keys(v, fg, k_dirichlet, ctx);
-            get_number(v, fg, "value", 1, &c->bc[f].value);
+            heat_deck_check_keys(v, fg, k_dirichlet, ctx);
+            heat_deck_get_number(v, fg, "value", 1, &c->bc[f].value);
         } else if (t == HEAT_BC_NEUMANN) {
-            check_keys(v, fg, k_neumann, ctx);
-            get_number(v, fg, "gradient", 0, &c->bc[f].gradient);
+            heat_deck_check_keys(v, fg, k_neumann, ctx);
+            heat_deck_get_number(v, fg, "gradient", 0, &c->bc[f].gradient);
         } else {
-            check_keys(v, fg, k_periodic, ctx);
+            heat_deck_check_keys(v, fg, k_periodic, ctx);
         }
     }
     for (int axis = 0; axis < nfaces / 2; axis++) {
@@ -261,8 +271,8 @@ static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
         int plo = c->bc[lo].type == HEAT_BC_PERIODIC, phi = c->bc[hi].type == HEAT_BC_PERIODIC;
         if (plo != phi) {
             const config_setting_t *p = MEMBER(MEMBER(g, faces[plo ? lo : hi]), "type");
-            bad(v, p, "periodic faces come in pairs: boundary.%s is \"%s\"", faces[plo ? hi : lo],
-                types[c->bc[plo ? hi : lo].type]);
+            heat_deck_bad(v, p, "periodic faces come in pairs: boundary.%s is \"%s\"",
+                          faces[plo ? hi : lo], types[c->bc[plo ? hi : lo].type]);
         }
     }
 }
@@ -274,34 +284,35 @@ static void v_output(vctx *v, const config_setting_t *root, heat_case *c)
         "compress", NULL};
     snprintf(c->output.dir, sizeof c->output.dir, "out/%s", c->name);
     c->output.keep_checkpoints = 2;
-    const config_setting_t *g = get_group(v, root, "output", 0, NULL);
+    const config_setting_t *g = heat_deck_get_group(v, root, "output", 0, NULL);
     if (!g) return;
-    check_keys(v, g, keys, NULL);
+    heat_deck_check_keys(v, g, keys, NULL);
     const char *dir;
-    if (get_string(v, g, "dir", 0, &dir) == 1) {
+    if (heat_deck_get_string(v, g, "dir", 0, &dir) == 1) {
         if (!dir[0] || strlen(dir) >= HEAT_PATH_MAX - 64)
-            bad(v, MEMBER(g, "dir"), "expected a directory path");
+            heat_deck_bad(v, MEMBER(g, "dir"), "expected a directory path");
         else
             snprintf(c->output.dir, sizeof c->output.dir, "%s", dir);
     }
-    if (get_int(v, g, "every", 0, &c->output.every) == 1 && c->output.every < 0)
-        bad(v, MEMBER(g, "every"),
-            "expected an integer >= 0 (0: initial and final snapshots only)");
-    if (get_int(v, g, "checkpoint_every", 0, &c->output.checkpoint_every) == 1 &&
+    if (heat_deck_get_int(v, g, "every", 0, &c->output.every) == 1 && c->output.every < 0)
+        heat_deck_bad(v, MEMBER(g, "every"),
+                      "expected an integer >= 0 (0: initial and final snapshots only)");
+    if (heat_deck_get_int(v, g, "checkpoint_every", 0, &c->output.checkpoint_every) == 1 &&
         c->output.checkpoint_every < 0)
-        bad(v, MEMBER(g, "checkpoint_every"),
-            "expected an integer >= 0 (0: checkpoints only at the end and on signals)");
-    if (get_int(v, g, "keep_checkpoints", 0, &c->output.keep_checkpoints) == 1 &&
+        heat_deck_bad(v, MEMBER(g, "checkpoint_every"),
+                      "expected an integer >= 0 (0: checkpoints only at the end and on signals)");
+    if (heat_deck_get_int(v, g, "keep_checkpoints", 0, &c->output.keep_checkpoints) == 1 &&
         (c->output.keep_checkpoints < 1 || c->output.keep_checkpoints > 1000))
-        bad(v, MEMBER(g, "keep_checkpoints"), "expected an integer from 1 to 1000");
-    if (get_number(v, g, "checkpoint_wall", 0, &c->output.checkpoint_wall) == 1 &&
+        heat_deck_bad(v, MEMBER(g, "keep_checkpoints"), "expected an integer from 1 to 1000");
+    if (heat_deck_get_number(v, g, "checkpoint_wall", 0, &c->output.checkpoint_wall) == 1 &&
         !(c->output.checkpoint_wall >= 0))
-        bad(v, MEMBER(g, "checkpoint_wall"),
-            "expected a number of seconds >= 0 (0: no checkpoints by wall time)");
+        heat_deck_bad(v, MEMBER(g, "checkpoint_wall"),
+                      "expected a number of seconds >= 0 (0: no checkpoints by wall time)");
     int64_t level;
-    if (get_int(v, g, "compress", 0, &level) == 1) {
+    if (heat_deck_get_int(v, g, "compress", 0, &level) == 1) {
         if (level < 0 || level > 9)
-            bad(v, MEMBER(g, "compress"),
+            heat_deck_bad(
+                v, MEMBER(g, "compress"),
                 "expected an integer from 0 (off) to 9 (deflate level of the field files)");
         else
             c->output.compress = (int)level;
@@ -315,20 +326,23 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
     c->solver.precision = HEAT_DOUBLE;
     c->solver.kernel = HEAT_KERNEL_FUSING; /* the fastest */
     c->solver.temporal_block = 1;
-    const config_setting_t *g = get_group(v, root, "solver", 0, NULL);
+    const config_setting_t *g = heat_deck_get_group(v, root, "solver", 0, NULL);
     if (!g) return;
-    check_keys(v, g, keys, NULL);
+    heat_deck_check_keys(v, g, keys, NULL);
     int i;
-    if (get_choice(v, g, "backend", 0, heat_backend_kind_names, &i) == 1) c->solver.backend = i;
-    if (get_choice(v, g, "precision", 0, heat_precision_names, &i) == 1) c->solver.precision = i;
-    if (get_choice(v, g, "kernel", 0, heat_kernel_names, &i) == 1) c->solver.kernel = i;
+    if (heat_deck_get_choice(v, g, "backend", 0, heat_backend_kind_names, &i) == 1)
+        c->solver.backend = i;
+    if (heat_deck_get_choice(v, g, "precision", 0, heat_precision_names, &i) == 1)
+        c->solver.precision = i;
+    if (heat_deck_get_choice(v, g, "kernel", 0, heat_kernel_names, &i) == 1) c->solver.kernel = i;
     /* One message for every bad value, a non-integer included, so it always says what is
      * allowed. */
     const config_setting_t *tb = config_setting_get_member(g, "temporal_block");
     int64_t k;
     if (tb) {
-        if (!as_int64(tb, &k) || k < 1 || k > HEAT_TEMPORAL_BLOCK_MAX)
-            bad(v, tb,
+        if (!heat_deck_as_int64(tb, &k) || k < 1 || k > HEAT_TEMPORAL_BLOCK_MAX)
+            heat_deck_bad(
+                v, tb,
                 "expected an integer from 1 to %d (steps fused per pass over GPU memory by the "
                 "%s kernel)",
                 HEAT_TEMPORAL_BLOCK_MAX, heat_kernel_name(HEAT_KERNEL_FUSING));
@@ -337,12 +351,12 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
     }
 }
 
-void validate(vctx *v, const config_t *cfg, heat_case *c)
+void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c)
 {
     static const char *const keys[] = {"name",    "grid",     "material", "time",   "steady",
                                        "initial", "boundary", "output",   "solver", NULL};
     const config_setting_t *root = config_root_setting(cfg);
-    check_keys(v, root, keys, "at the top level");
+    heat_deck_check_keys(v, root, keys, "at the top level");
     v_name(v, root, c, v->origin);
     v_grid(v, root, c);
     v_material(v, root, c);

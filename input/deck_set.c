@@ -51,7 +51,7 @@ static int valid_name(const char *s)
 static int parse_value(config_t *tmp, const char *value)
 {
     strbuf b = {0};
-    sb_printf(&b, "v = %s;", value);
+    heat_deck_sb_printf(&b, "v = %s;", value);
     char *wide = NULL;
     heat_error ignored;
     int ok = b.s && heat_deck_widen_ints(b.s, &wide, "--set", &ignored) == HEAT_OK &&
@@ -63,15 +63,15 @@ static int parse_value(config_t *tmp, const char *value)
     config_destroy(tmp);
     config_init(tmp);
     b = (strbuf){0};
-    sb_printf(&b, "v = ");
-    sb_quoted(&b, value);
-    sb_printf(&b, ";");
+    heat_deck_sb_printf(&b, "v = ");
+    heat_deck_sb_quoted(&b, value);
+    heat_deck_sb_printf(&b, ";");
     ok = b.s && config_read_string(tmp, b.s) == CONFIG_TRUE;
     free(b.s);
     return ok;
 }
 
-int apply_set(config_t *cfg, const char *set, heat_error *err)
+int heat_deck_apply_set(config_t *cfg, const char *set, heat_error *err)
 {
     const char *eq = strchr(set, '=');
     if (!eq)
@@ -114,7 +114,7 @@ int apply_set(config_t *cfg, const char *set, heat_error *err)
                 m = config_setting_add(cur, tok, CONFIG_TYPE_GROUP);
             else if (!config_setting_is_group(m)) {
                 rc = heat_error_append(err, HEAT_EINPUT, "--set %.*s: '%s' is %s, not a group",
-                                       (int)klen, set, tok, type_text(m));
+                                       (int)klen, set, tok, heat_deck_type_text(m));
                 break;
             }
             cur = m;

@@ -14,7 +14,7 @@
 /* ------------------------------------------------------------------ text */
 
 /* Shortest "%.*g" text that reads back as exactly x. */
-void fmt_double(char *buf, size_t n, double x)
+void heat_deck_fmt_double(char *buf, size_t n, double x)
 {
     if (!isfinite(x)) {
         snprintf(buf, n, "%s", isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf"));
@@ -36,7 +36,7 @@ void fmt_double(char *buf, size_t n, double x)
     if (!strpbrk(buf, ".eEn")) strncat(buf, ".0", n - strlen(buf) - 1);
 }
 
-void sb_printf(strbuf *b, const char *fmt, ...)
+void heat_deck_sb_printf(strbuf *b, const char *fmt, ...)
 {
     for (;;) {
         size_t room = b->cap - b->len;
@@ -58,86 +58,86 @@ void sb_printf(strbuf *b, const char *fmt, ...)
     }
 }
 
-void sb_quoted(strbuf *b, const char *s)
+void heat_deck_sb_quoted(strbuf *b, const char *s)
 {
-    sb_printf(b, "\"");
+    heat_deck_sb_printf(b, "\"");
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            sb_printf(b, "\\%c", *s);
+            heat_deck_sb_printf(b, "\\%c", *s);
         else if (*s == '\n')
-            sb_printf(b, "\\n");
+            heat_deck_sb_printf(b, "\\n");
         else if (*s == '\t')
-            sb_printf(b, "\\t");
+            heat_deck_sb_printf(b, "\\t");
         else
-            sb_printf(b, "%c", *s);
+            heat_deck_sb_printf(b, "%c", *s);
     }
-    sb_printf(b, "\"");
+    heat_deck_sb_printf(b, "\"");
 }
 
 /* Writes a setting's value in libconfig syntax (numbers exact). */
-void sb_value(strbuf *b, const config_setting_t *s, int indent)
+void heat_deck_sb_value(strbuf *b, const config_setting_t *s, int indent)
 {
     char num[64];
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_INT:
-        sb_printf(b, "%d", config_setting_get_int(s));
+        heat_deck_sb_printf(b, "%d", config_setting_get_int(s));
         break;
     case CONFIG_TYPE_INT64:
-        sb_printf(b, "%lldL", config_setting_get_int64(s));
+        heat_deck_sb_printf(b, "%lldL", config_setting_get_int64(s));
         break;
     case CONFIG_TYPE_FLOAT:
-        fmt_double(num, sizeof num, config_setting_get_float(s));
-        sb_printf(b, "%s", num);
+        heat_deck_fmt_double(num, sizeof num, config_setting_get_float(s));
+        heat_deck_sb_printf(b, "%s", num);
         break;
     case CONFIG_TYPE_BOOL:
-        sb_printf(b, "%s", config_setting_get_bool(s) ? "true" : "false");
+        heat_deck_sb_printf(b, "%s", config_setting_get_bool(s) ? "true" : "false");
         break;
     case CONFIG_TYPE_STRING:
-        sb_quoted(b, config_setting_get_string(s));
+        heat_deck_sb_quoted(b, config_setting_get_string(s));
         break;
     case CONFIG_TYPE_ARRAY:
     case CONFIG_TYPE_LIST: {
         int list = config_setting_type(s) == CONFIG_TYPE_LIST;
-        sb_printf(b, list ? "(" : "[");
+        heat_deck_sb_printf(b, list ? "(" : "[");
         for (int i = 0; i < config_setting_length(s); i++) {
-            if (i) sb_printf(b, ", ");
-            sb_value(b, config_setting_get_elem(s, (unsigned)i), indent);
+            if (i) heat_deck_sb_printf(b, ", ");
+            heat_deck_sb_value(b, config_setting_get_elem(s, (unsigned)i), indent);
         }
-        sb_printf(b, list ? ")" : "]");
+        heat_deck_sb_printf(b, list ? ")" : "]");
         break;
     }
     case CONFIG_TYPE_GROUP:
-        sb_printf(b, "{\n");
+        heat_deck_sb_printf(b, "{\n");
         for (int i = 0; i < config_setting_length(s); i++) {
             const config_setting_t *m = config_setting_get_elem(s, (unsigned)i);
-            sb_printf(b, "%*s%s = ", indent + 2, "", config_setting_name(m));
-            sb_value(b, m, indent + 2);
-            sb_printf(b, ";\n");
+            heat_deck_sb_printf(b, "%*s%s = ", indent + 2, "", config_setting_name(m));
+            heat_deck_sb_value(b, m, indent + 2);
+            heat_deck_sb_printf(b, ";\n");
         }
-        sb_printf(b, "%*s}", indent, "");
+        heat_deck_sb_printf(b, "%*s}", indent, "");
         break;
     default:
-        sb_printf(b, "?");
+        heat_deck_sb_printf(b, "?");
     }
 }
 
-char *canonical_text(const config_t *cfg, const char *name)
+char *heat_deck_canonical_text(const config_t *cfg, const char *name)
 {
     strbuf b = {0};
     const config_setting_t *root = config_root_setting(cfg);
     /* A name taken from the deck's file name is written down, so that the text
      * gives the same case wherever it is loaded from again. */
     if (!config_setting_get_member(root, "name")) {
-        sb_printf(&b, "name = ");
-        sb_quoted(&b, name);
-        sb_printf(&b, ";\n");
+        heat_deck_sb_printf(&b, "name = ");
+        heat_deck_sb_quoted(&b, name);
+        heat_deck_sb_printf(&b, ";\n");
     }
     for (int i = 0; i < config_setting_length(root); i++) {
         const config_setting_t *m = config_setting_get_elem(root, (unsigned)i);
-        sb_printf(&b, "%s = ", config_setting_name(m));
-        sb_value(&b, m, 0);
-        sb_printf(&b, ";\n");
+        heat_deck_sb_printf(&b, "%s = ", config_setting_name(m));
+        heat_deck_sb_value(&b, m, 0);
+        heat_deck_sb_printf(&b, ";\n");
     }
-    if (!b.s) sb_printf(&b, "%s", "");
+    if (!b.s) heat_deck_sb_printf(&b, "%s", "");
     return b.s;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver.h"
 #include "output.h"
 #include "test_util.h"
 
@@ -180,4 +181,41 @@ int read_index(const run_case *r, xmf_entry *e, int max)
     }
     free(text);
     return n;
+}
+
+/* Runs the case; `notices` collects what the run says (may be NULL). */
+int run(const run_case *r, const char *restart, void *field_out, heat_run_result *res,
+        char **notices, heat_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *nf = notices ? open_memstream(&buf, &len) : NULL;
+    heat_run_options opt = {0};
+    opt.restart = restart;
+    opt.quiet = 1;
+    opt.out = stdout;
+    opt.notices = nf;
+    opt.field_out = field_out;
+    heat_error_clear(err);
+    int rc = heat_run(&r->c, r->text, &opt, res, err);
+    if (nf) {
+        fclose(nf);
+        *notices = buf;
+    }
+    return rc;
+}
+
+void run_ok(const run_case *r, const char *restart, void *field_out, heat_run_result *res)
+{
+    heat_error err;
+    int rc = run(r, restart, field_out, res, NULL, &err);
+    if (rc != HEAT_OK) fail_msg("heat_run (%s) returned %d: %s", r->dir, rc, err.msg);
+}
+
+void path_of(char *buf, size_t n, const run_case *r, int checkpoint, int64_t step)
+{
+    if (checkpoint)
+        heat_output_checkpoint_path(buf, n, r->dir, r->c.name, step);
+    else
+        heat_output_snapshot_path(buf, n, r->dir, r->c.name, step);
 }

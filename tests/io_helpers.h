@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "driver.h"
 #include "heat_case.h"
 
 /* The deck without its boundary section: 3D by default (17 x 13 x 9). */
@@ -58,5 +59,15 @@ typedef struct xmf_entry {
  * returns how many there are; fails the test when the index is missing or
  * names a file that does not exist. */
 int read_index(const run_case *r, xmf_entry *e, int max);
+
+/* Runs the case quietly; `notices` collects what the run says (may be NULL). */
+int run(const run_case *r, const char *restart, void *field_out, heat_run_result *res,
+        char **notices, heat_error *err);
+
+/* As run, failing the test unless it returns HEAT_OK. */
+void run_ok(const run_case *r, const char *restart, void *field_out, heat_run_result *res);
+
+/* The path of the case's checkpoint (checkpoint != 0) or snapshot at `step`. */
+void path_of(char *buf, size_t n, const run_case *r, int checkpoint, int64_t step);
 
 #endif
