@@ -119,6 +119,20 @@ static void print_output(const heat_case *c)
            c->output.dir, c->name, c->name, c->name, c->output.compress ? "on" : "off");
 }
 
+/* A steady tolerance below what the precision resolves at the deck's values. */
+static void print_floor(const heat_case *c)
+{
+    const double umax = heat_case_value_scale(c);
+    const double floor = heat_case_residual_floor(c, umax);
+    if (!c->steady.enabled || !(c->steady.tolerance < floor)) return;
+    printf("note            steady.tolerance = %.3g lies below what %s resolves here: rounding "
+           "alone leaves max |du/dt| near eps |u|max / dt = %.3g (|u| up to %.3g); the run may "
+           "stall above the tolerance and then stops after %lld checks without a new low "
+           "(exit status 3). Use double precision or a tolerance of at least %.2g\n",
+           c->steady.tolerance, heat_precision_name(c->solver.precision), floor, umax,
+           (long long)c->steady.stall_checks, floor);
+}
+
 int heat_cmd_check(const heat_cli_args *a)
 {
     if (!a->deck) {
@@ -137,6 +151,7 @@ int heat_cmd_check(const heat_cli_args *a)
     print_numbers(&c);
     print_run(&c);
     print_output(&c);
+    print_floor(&c);
     if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
         printf("note            %s\n", err.msg);
     return 0;
