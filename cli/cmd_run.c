@@ -29,14 +29,16 @@ const char heat_usage_run[] =
     "\n"
     "Progress: a status line on a terminal, a log line every 5 s otherwise. The run\n"
     "stops at time.end, time.max_steps or steady state (max |du/dt| <= steady.tolerance,\n"
-    "checked every steady.check_every steps), whichever comes first; Ctrl-C stops after\n"
-    "the current step and writes a checkpoint (a second Ctrl-C ends at once).\n"
+    "checked every steady.check_every steps), whichever comes first, or when the residual\n"
+    "stalls above the tolerance (no new low in steady.stall_checks checks: exit status\n"
+    "3); Ctrl-C stops after the current step and writes a checkpoint (a second Ctrl-C\n"
+    "ends at once). The run locks output.dir for its life: a second run there is refused.\n"
     "In output.dir: history.csv (step, time, residual max |du/dt|, wall seconds),\n"
     "NAME_STEP.vtkhdf snapshots, NAME_ckpt_STEP.vtkhdf checkpoints and NAME.xmf, the\n"
     "snapshots as a time series for ParaView (docs/FORMAT.md).\n"
     "\n"
-    "exit status: 0 done, 1 runtime failure, 2 bad usage or deck, 130 / 143 after\n"
-    "SIGINT / SIGTERM\n";
+    "exit status: 0 done, 1 runtime failure, 2 bad usage or deck, 3 steady run stalled,\n"
+    "130 / 143 after SIGINT / SIGTERM\n";
 
 int heat_cmd_run(const heat_cli_args *a)
 {

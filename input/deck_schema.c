@@ -220,13 +220,51 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
     }
 }
 
-static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
+/* Every number in `s` and below it must be finite. */
+static void check_finite(vctx *v, const config_setting_t *s)
 {
-    const char *const *faces = heat_face_names, *const *types = heat_bc_type_names;
+    if (config_setting_type(s) == CONFIG_TYPE_FLOAT && !isfinite(config_setting_get_float(s)))
+        heat_deck_bad(v, s, "expected a finite number");
+    for (int i = 0; i < config_setting_length(s); i++)
+        check_finite(v, config_setting_get_elem(s, (unsigned)i));
+}
+
+/* One face of `g` into *bc: 1 when it has a valid type (its keys then
+ * checked too), else 0 (reported, or absent and not required). */
+static int v_face(vctx *v, const config_setting_t *g, int f, int required, heat_bc *bc)
+{
+    const char *const *types = heat_bc_type_names;
     static const char *const k_dirichlet[] = {"type", "value", NULL};
     static const char *const k_neumann[] = {"type", "gradient", NULL};
     static const char *const k_periodic[] = {"type", NULL};
     static const char *const k_all[] = {"type", "value", "gradient", NULL};
+    const config_setting_t *fg = heat_deck_get_group(
+        v, g, heat_face_names[f], required,
+        "type = \"dirichlet\" with value, \"neumann\" with gradient, or \"periodic\"");
+    if (!fg) return 0;
+    int t;
+    if (heat_deck_get_choice(v, fg, "type", 1, types, &t) != 1) {
+        heat_deck_check_keys(v, fg, k_all, NULL);
+        return 0;
+    }
+    bc->type = (heat_bc_type)t;
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "for type \"%s\"", types[t]);
+    if (t == HEAT_BC_DIRICHLET) {
+        heat_deck_check_keys(v, fg, k_dirichlet, ctx);
+        heat_deck_get_number(v, fg, "value", 1, &bc->value);
+    } else if (t == HEAT_BC_NEUMANN) {
+        heat_deck_check_keys(v, fg, k_neumann, ctx);
+        heat_deck_get_number(v, fg, "gradient", 0, &bc->gradient);
+    } else {
+        heat_deck_check_keys(v, fg, k_periodic, ctx);
+    }
+    return 1;
+}
+
+static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
+{
+    const char *const *faces = heat_face_names, *const *types = heat_bc_type_names;
     const config_setting_t *g =
         heat_deck_get_group(v, root, "boundary", 1, "a group with x_lo ... z_hi");
     if (!g) return;
@@ -234,36 +272,18 @@ static void v_boundary(vctx *v, const config_setting_t *root, heat_case *c)
     int nfaces = c->grid.dims == 2 ? 4 : 6;
     int have[HEAT_NFACES] = {0};
     for (int f = 0; f < HEAT_NFACES; f++) {
-        if (f >= nfaces) {
-            if (MEMBER(g, faces[f]) && v->notices)
-                fprintf(v->notices, "notice: boundary.%s is ignored: nz = 1 makes a 2D run\n",
-                        faces[f]);
-            c->bc[f].type = HEAT_BC_NEUMANN; /* unused in 2D */
+        if (f < nfaces) {
+            have[f] = v_face(v, g, f, 1, &c->bc[f]);
             continue;
         }
-        const config_setting_t *fg =
-            heat_deck_get_group(v, g, faces[f], 1,
-                                "type = \"dirichlet\" with value, \"neumann\" with gradient, or "
-                                "\"periodic\"");
-        if (!fg) continue;
-        int t;
-        if (heat_deck_get_choice(v, fg, "type", 1, types, &t) != 1) {
-            heat_deck_check_keys(v, fg, k_all, NULL);
-            continue;
-        }
-        have[f] = 1;
-        c->bc[f].type = (heat_bc_type)t;
-        char ctx[64];
-        snprintf(ctx, sizeof ctx, "for type \"%s\"", types[t]);
-        if (t == HEAT_BC_DIRICHLET) {
-            heat_deck_check_keys(v, fg, k_dirichlet, ctx);
-            heat_deck_get_number(v, fg, "value", 1, &c->bc[f].value);
-        } else if (t == HEAT_BC_NEUMANN) {
-            heat_deck_check_keys(v, fg, k_neumann, ctx);
-            heat_deck_get_number(v, fg, "gradient", 0, &c->bc[f].gradient);
-        } else {
-            heat_deck_check_keys(v, fg, k_periodic, ctx);
-        }
+        /* 2D: the z faces are ignored; only a number that the canonical text
+         * could not write back (Inf, NaN) is refused. */
+        const config_setting_t *zf = MEMBER(g, faces[f]);
+        if (zf && v->notices)
+            fprintf(v->notices, "notice: boundary.%s is ignored: nz = 1 makes a 2D run\n",
+                    faces[f]);
+        if (zf) check_finite(v, zf);
+        c->bc[f].type = HEAT_BC_NEUMANN; /* unused in 2D */
     }
     for (int axis = 0; axis < nfaces / 2; axis++) {
         int lo = 2 * axis, hi = lo + 1;

@@ -318,6 +318,10 @@ int heat_file_write(const char *path, const heat_file_meta *m, const void *field
     if (compress > 0 && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)compress) < 0))
         goto h5fail;
     if (H5Pset_fletcher32(dcpl) < 0) goto h5fail;
+    /* A chunk that a damaged index hides reads as the fill value: NaN, which
+     * no field of a run holds, so the reader notices (heat_file_read_field). */
+    const double fill = NAN;
+    if (H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fill) < 0) goto h5fail;
     ds = H5Dcreate2(pd, "temperature", is_float ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, sp, H5P_DEFAULT,
                     dcpl, H5P_DEFAULT);
     if (ds < 0) goto h5fail;
@@ -659,17 +663,81 @@ out:
     return rc;
 }
 
+/* Whether every chunk of the field is where the grid needs one. The chunk
+ * index (a B-tree) carries no checksum of its own, and HDF5 reads a chunk
+ * it cannot find as fill values without complaint: so each chunk is looked
+ * up by its coordinates before the read, and one that is missing, or not
+ * filtered as written, is damage. */
+static int chunks_complete(hid_t ds, char *what, size_t n)
+{
+    hid_t dcpl = H5Dget_create_plist(ds), sp = H5Dget_space(ds);
+    hsize_t chunk[3] = {1, 1, 1}, dims[3] = {1, 1, 1};
+    const int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    int ok = dcpl >= 0 && rank >= 1 && rank <= 3 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+             H5Pget_chunk(dcpl, rank, chunk) == rank &&
+             H5Sget_simple_extent_dims(sp, dims, NULL) == rank;
+    if (!ok) snprintf(what, n, "the field is not stored in chunks as written");
+    hsize_t at[3] = {0, 0, 0}, found = 0;
+    while (ok) {
+        unsigned mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t bytes = 0;
+        if (H5Dget_chunk_info_by_coord(ds, at, &mask, &addr, &bytes) < 0 || addr == HADDR_UNDEF ||
+            mask != 0 || bytes == 0) {
+            snprintf(what, n, "its chunk at (%llu, %llu, %llu) is missing from the chunk index",
+                     (unsigned long long)at[0], (unsigned long long)at[1],
+                     (unsigned long long)at[2]);
+            ok = 0;
+            break;
+        }
+        found++;
+        int d = rank - 1; /* the next chunk, last axis fastest */
+        while (d >= 0 && (at[d] += chunk[d]) >= dims[d]) at[d--] = 0;
+        if (d < 0) break;
+    }
+    hsize_t total = 0;
+    if (ok && (H5Dget_num_chunks(ds, sp, &total) < 0 || total != found)) {
+        snprintf(what, n, "its chunk index holds %llu chunks where the grid has %llu",
+                 (unsigned long long)total, (unsigned long long)found);
+        ok = 0;
+    }
+    if (sp >= 0) H5Sclose(sp);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return ok;
+}
+
+/* The index of the first NaN or Inf of n values of precision `p`, or -1. */
+static int64_t first_nonfinite(const void *field, int64_t n, heat_precision p)
+{
+    int64_t first = n;
+    if (p == HEAT_FLOAT) {
+        const float *f = field;
+#pragma omp parallel for reduction(min : first)
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(f[i]) && i < first) first = i;
+    } else {
+        const double *f = field;
+#pragma omp parallel for reduction(min : first)
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(f[i]) && i < first) first = i;
+    }
+    return first < n ? first : -1;
+}
+
 int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precision as, void *field,
                          heat_error *err)
 {
     heat_io_h5_quiet();
     hid_t fapl = file_access(), fid = H5I_INVALID_HID, ds = H5I_INVALID_HID;
     int rc = HEAT_OK;
+    char what[160];
     if (fapl >= 0 && (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) >= 0 &&
         (ds = H5Dopen2(fid, FIELD_PATH, H5P_DEFAULT)) >= 0 && !same_shape(ds, m)) {
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "corrupt: the field is no longer of %lld x %lld x %lld points",
                             (long long)m->n[0], (long long)m->n[1], (long long)m->n[2]);
+    } else if (ds >= 0 && !chunks_complete(ds, what, sizeof what)) {
+        rc = heat_error_set(err, HEAT_ERUNTIME, "corrupt: %s", what);
     } else if (ds < 0 || H5Dread(ds, as == HEAT_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE,
                                  H5S_ALL, H5S_ALL, H5P_DEFAULT, field) < 0) {
         char cause[512];
@@ -684,6 +752,13 @@ int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precisi
     if (fid >= 0) H5Fclose(fid);
     if (fapl >= 0) H5Pclose(fapl);
     H5Eclear2(H5E_DEFAULT);
+    const int64_t bad = rc ? -1 : first_nonfinite(field, m->n[0] * m->n[1] * m->n[2], as);
+    if (bad >= 0)
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "corrupt: the field holds NaN or Inf (first at value %lld), which no "
+                            "field of a run holds: a damaged chunk index hides part of it, or it "
+                            "was not written by heat",
+                            (long long)bad);
     return rc;
 }
 

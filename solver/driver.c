@@ -365,7 +365,19 @@ static int write_fields(run_state *s, int kinds, heat_error *err)
     void *buf;
     int rc;
     if ((rc = heat_output_acquire(s->out, &buf, err))) return rc;
-    if ((rc = heat_backend_download(s->b, buf, err))) {
+    rc = heat_backend_download(s->b, buf, err);
+    /* A field that blew up between checks is never written. */
+    const int64_t bad = rc ? -1 : heat_field_first_nonfinite(s->c, buf);
+    if (bad >= 0) {
+        char node[96];
+        heat_node_text(s->c, bad, node, sizeof node);
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "the field is no longer finite at step %lld (t = %.9g): NaN or Inf at "
+                            "node %s; no file of it is written. Look at the initial and boundary "
+                            "values, or use a smaller time.dt",
+                            (long long)s->step, heat_case_time(s->c, s->step), node);
+    }
+    if (rc) {
         heat_output_release(s->out, buf);
         return rc;
     }

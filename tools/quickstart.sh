@@ -5,7 +5,8 @@
 # root. Safe to run again.
 #
 #   tools/quickstart.sh run     # build, then heat run on the default deck
-#   tools/quickstart.sh test    # build, then ctest (what CI runs)
+#   tools/quickstart.sh test    # build, then ctest, then ctest of a sanitizer
+#                               # build (AddressSanitizer, UBSan): what CI runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,4 +45,10 @@ if [ "$mode" = run ]; then
   echo "  tools/heat_plot.py history out/default/history.csv -o history.png) and 'build/heat --help'"
 else
   ctest --test-dir build --output-on-failure -j"$jobs"
+  # The whole CPU suite again, built with AddressSanitizer and
+  # UndefinedBehaviorSanitizer (every error fatal), in build-sanitize/.
+  echo "quickstart: the test suite again under AddressSanitizer and UndefinedBehaviorSanitizer"
+  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEAT_SANITIZE=ON -DHEAT_CUDA=OFF
+  cmake --build build-sanitize -j"$jobs"
+  ctest --test-dir build-sanitize --output-on-failure -j"$jobs"
 fi
