@@ -97,6 +97,9 @@ const config_setting_t *get_group(vctx *v, const config_setting_t *g, const char
 /* Checks every section of the deck into *c, reporting every problem. */
 void validate(vctx *v, const config_t *cfg, heat_case *c);
 
+/* The `parallel` group (deck_parallel.c); after grid and solver. */
+void validate_parallel(vctx *v, const config_setting_t *root, heat_case *c);
+
 /* ---- overrides (deck_set.c) ---- */
 
 /* Applies one "key=value" override to the deck; problems are appended to err. */
