@@ -35,6 +35,17 @@ int heat_cli_parse_args(int argc, char **argv, int allow_run_options, heat_cli_a
                 return 2;
             }
             a->restart = val;
+        } else if (!allow_run_options &&
+                   (strcmp(s, "--ranks") == 0 || strncmp(s, "--ranks=", 8) == 0)) {
+            val = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[++i] : NULL);
+            char *end = NULL;
+            long n = val ? strtol(val, &end, 10) : 0;
+            if (!val || end == val || *end || n < 1 || n > (1 << 24)) {
+                fprintf(stderr, "heat: --ranks needs a number of processes from 1 to %d\n",
+                        1 << 24);
+                return 2;
+            }
+            a->ranks = (int)n;
         } else if (allow_run_options && strcmp(s, "--overwrite") == 0) {
             a->overwrite = 1;
         } else if (allow_run_options && (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0)) {

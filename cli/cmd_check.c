@@ -6,14 +6,17 @@
 #include "cli.h"
 #include "initial.h"
 #include "output.h"
+#include "parallel.h"
 
 const char heat_usage_check[] =
-    "usage: heat check DECK [--set key=value]...\n"
+    "usage: heat check DECK [--set key=value]... [--ranks N]\n"
     "\n"
     "Validates the deck (every key, with file:line of each problem) and prints what the\n"
     "run would do: grid and spacing, r = alpha*dt/h^2 per axis, dt and the stability\n"
     "limit dt_max, steps to the end, memory on the device, and the output volume.\n"
-    "Writes nothing. DECK may be '-' for the built-in default deck.\n"
+    "Under mpirun (or with --ranks N, for N processes) also the split of the grid over\n"
+    "the ranks: each rank's box, memory and halo bytes per step; a split that does not\n"
+    "fit is a deck error. Writes nothing. DECK may be '-' for the built-in default deck.\n"
     "\n"
     "exit status: 0 valid, 2 invalid\n";
 
@@ -119,6 +122,34 @@ static void print_output(const heat_case *c)
            c->output.dir, c->name, c->name, c->name, c->output.compress ? "on" : "off");
 }
 
+/* The split over the run's ranks (under mpirun), over --ranks N, or over
+ * parallel.ranks; 2 after saying why when it does not fit. */
+static int print_split(const heat_case *c, int ranks_opt)
+{
+    int n = ranks_opt > 0 ? ranks_opt : heat_par_size(heat_par_world());
+    const int given = c->parallel.ranks[0] > 0;
+    if (n == 1 && ranks_opt == 0 && given)
+        n = c->parallel.ranks[0] * c->parallel.ranks[1] * c->parallel.ranks[2];
+    if (n == 1) {
+        printf("split           one process (under mpirun -np N the grid is split over N ranks; "
+               "heat check --ranks N shows how)\n");
+        return 0;
+    }
+    int ranks[3];
+    heat_error err;
+    if (heat_decomp_split(c, n, ranks, &err)) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        return 2;
+    }
+    heat_par_print_split(stdout, c, ranks);
+    if (heat_par_size(heat_par_world()) != n)
+        printf("                (for mpirun -np %d; this check runs as %d process%s)\n", n,
+               heat_par_size(heat_par_world()), heat_par_size(heat_par_world()) == 1 ? "" : "es");
+    printf("transport       %s; files %s\n", heat_transport_name(c->parallel.transport),
+           heat_pio_name(c->parallel.io));
+    return 0;
+}
+
 int heat_cmd_check(const heat_cli_args *a)
 {
     if (!a->deck) {
@@ -137,6 +168,7 @@ int heat_cmd_check(const heat_cli_args *a)
     print_numbers(&c);
     print_run(&c);
     print_output(&c);
+    if (print_split(&c, a->ranks)) return 2;
     if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
         printf("note            %s\n", err.msg);
     return 0;
