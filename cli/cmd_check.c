@@ -122,24 +122,23 @@ static void print_output(const heat_case *c)
            c->output.dir, c->name, c->name, c->name, c->output.compress ? "on" : "off");
 }
 
-/* The split over the run's ranks (under mpirun), over --ranks N, or over
- * parallel.ranks; 2 after saying why when it does not fit. */
-static int print_split(const heat_case *c, int ranks_opt)
+/* The processes the split is for: the run's ranks (under mpirun), --ranks N,
+ * or the product of parallel.ranks. */
+static int split_ranks(const heat_case *c, int ranks_opt)
 {
     int n = ranks_opt > 0 ? ranks_opt : heat_par_size(heat_par_world());
-    const int given = c->parallel.ranks[0] > 0;
-    if (n == 1 && ranks_opt == 0 && given)
+    if (n == 1 && ranks_opt == 0 && c->parallel.ranks[0] > 0)
         n = c->parallel.ranks[0] * c->parallel.ranks[1] * c->parallel.ranks[2];
+    return n;
+}
+
+/* The split over n ranks (known to fit). */
+static void print_split(const heat_case *c, int n, const int ranks[3])
+{
     if (n == 1) {
         printf("split           one process (under mpirun -np N the grid is split over N ranks; "
                "heat check --ranks N shows how)\n");
-        return 0;
-    }
-    int ranks[3];
-    heat_error err;
-    if (heat_decomp_split(c, n, ranks, &err)) {
-        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
-        return 2;
+        return;
     }
     heat_par_print_split(stdout, c, ranks);
     if (heat_par_size(heat_par_world()) != n)
@@ -147,7 +146,6 @@ static int print_split(const heat_case *c, int ranks_opt)
                heat_par_size(heat_par_world()), heat_par_size(heat_par_world()) == 1 ? "" : "es");
     printf("transport       %s; files %s\n", heat_transport_name(c->parallel.transport),
            heat_pio_name(c->parallel.io));
-    return 0;
 }
 
 int heat_cmd_check(const heat_cli_args *a)
@@ -164,11 +162,18 @@ int heat_cmd_check(const heat_cli_args *a)
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }
+    /* A split that does not fit the grid is a deck error too. */
+    const int n = split_ranks(&c, a->ranks);
+    int ranks[3] = {1, 1, 1};
+    if (n > 1 && heat_decomp_split(&c, n, ranks, &err)) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        return 2;
+    }
     printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");
     print_numbers(&c);
     print_run(&c);
     print_output(&c);
-    if (print_split(&c, a->ranks)) return 2;
+    print_split(&c, n, ranks);
     if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
         printf("note            %s\n", err.msg);
     return 0;

@@ -68,6 +68,17 @@ int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, h
     }
 }
 
+/* The same on a rank's part, where the depth still counts: halos of k layers,
+ * exchanged once per k steps. */
+static void notice_part_unfused(const heat_case *c, const char *who, FILE *notices)
+{
+    if (notices && c->solver.temporal_block > 1)
+        fprintf(notices,
+                "notice: solver.temporal_block = %d: %s runs the steps one at a time; the ranks "
+                "exchange halos %d layers deep once per %d steps; results are the same\n",
+                c->solver.temporal_block, who, c->solver.temporal_block, c->solver.temporal_block);
+}
+
 /* Under "auto" on a part: the GPU only when every rank has a usable one. */
 static int part_wants_gpu(const heat_case *c, const heat_halo_comm *comm, FILE *notices)
 {
@@ -96,7 +107,7 @@ int heat_backend_create_part(const heat_case *c, const heat_part *part, const he
         if (rc == HEAT_OK && c->solver.kernel != HEAT_KERNEL_FUSING) {
             char who[64];
             snprintf(who, sizeof who, "the cuda kernel %s", heat_kernel_name(c->solver.kernel));
-            notice_unfused(c, who, notices);
+            notice_part_unfused(c, who, notices);
         }
         return rc;
 #else
@@ -119,7 +130,7 @@ int heat_backend_create_part(const heat_case *c, const heat_part *part, const he
         *out = NULL;
         rc = heat_error_set(err, HEAT_ERUNTIME, "another rank could not create its backend");
     }
-    if (rc == HEAT_OK) notice_unfused(c, "the cpu backend", notices);
+    if (rc == HEAT_OK) notice_part_unfused(c, "the cpu backend", notices);
     return rc;
 }
 

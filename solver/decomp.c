@@ -47,32 +47,56 @@ int heat_par_decompose(heat_par *p, const heat_case *c, heat_part *part, heat_er
     return HEAT_OK;
 }
 
+/* "1.5 GiB": bytes in binary units, three significant digits. */
+static void bytes_text(char *buf, size_t n, double b)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (b >= 1024 && u < 5) b /= 1024, u++;
+    snprintf(buf, n, u ? "%.3g %s" : "%.0f %s", b, unit[u]);
+}
+
 void heat_par_print_split(FILE *out, const heat_case *c, const int ranks[3])
 {
     const int size = ranks[0] * ranks[1] * ranks[2], depth = heat_split_depth(c);
     const size_t vs = heat_case_value_size(c);
     fprintf(out, "split           %d x %d x %d = %d rank%s, halos %d layer%s deep (%s)\n", ranks[0],
             ranks[1], ranks[2], size, size == 1 ? "" : "s", depth, depth == 1 ? "" : "s",
-            c->parallel.ranks[0] > 0 ? "parallel.ranks" : "the fewest halo points");
+            c->parallel.ranks[0] > 0 ? "parallel.ranks" : "the split with the fewest halo points");
     if (size == 1) return;
-    fprintf(out, "  %-6s %-9s %-26s %-24s %12s %14s\n", "rank", "coords", "box (first node)",
-            "points", "memory", "halo per step");
-    const int shown = size <= 64 ? size : 64;
-    for (int r = 0; r < shown; r++) {
+    fprintf(out, "  %-6s %-10s %-22s %-20s %11s %13s\n", "rank", "coords", "first node", "points",
+            "memory", "halo / step");
+    double mem_lo = 0, mem_hi = 0, halo_lo = 0, halo_hi = 0;
+    for (int r = 0; r < size; r++) {
         heat_part p;
         heat_split_part(c, ranks, r, depth, &p);
-        char coords[32], first[48], points[48];
+        /* Two time levels with their ghost layers; halo bytes received per
+         * step (an exchange of `depth` layers every `depth` steps). */
+        const double mem = 2.0 * (double)heat_split_local_values(&p) * (double)vs;
+        const double halo = (double)heat_split_halo_values(&p) * (double)vs / depth;
+        if (r == 0 || mem < mem_lo) mem_lo = mem;
+        if (r == 0 || mem > mem_hi) mem_hi = mem;
+        if (r == 0 || halo < halo_lo) halo_lo = halo;
+        if (r == 0 || halo > halo_hi) halo_hi = halo;
+        if (r >= 64) continue;
+        char coords[40], first[72], points[72], m[32], h[32];
         snprintf(coords, sizeof coords, "(%d,%d,%d)", p.coord[0], p.coord[1], p.coord[2]);
-        snprintf(first, sizeof first, "(%lld, %lld, %lld)", (long long)p.lo[0], (long long)p.lo[1],
+        snprintf(first, sizeof first, "(%lld,%lld,%lld)", (long long)p.lo[0], (long long)p.lo[1],
                  (long long)p.lo[2]);
         snprintf(points, sizeof points, "%lld x %lld x %lld", (long long)p.n[0], (long long)p.n[1],
                  (long long)p.n[2]);
-        /* Two time levels with their ghost layers; halo bytes received per
-         * step (an exchange every temporal_block steps). */
-        const double mem = 2.0 * (double)heat_split_local_values(&p) * (double)vs;
-        const double halo = (double)heat_split_halo_values(&p) * (double)vs / depth;
-        fprintf(out, "  %-6d %-9s %-26s %-24s %9.3f MB %11.3f MB\n", r, coords, first, points,
-                mem / 1e6, halo / 1e6);
+        bytes_text(m, sizeof m, mem);
+        bytes_text(h, sizeof h, halo);
+        fprintf(out, "  %-6d %-10s %-22s %-20s %11s %13s\n", r, coords, first, points, m, h);
     }
-    if (shown < size) fprintf(out, "  ... (%d more ranks)\n", size - shown);
+    if (size > 64) fprintf(out, "  ... and %d more ranks\n", size - 64);
+    char a[32], b[32], x[32], y[32];
+    bytes_text(a, sizeof a, mem_lo);
+    bytes_text(b, sizeof b, mem_hi);
+    bytes_text(x, sizeof x, halo_lo);
+    bytes_text(y, sizeof y, halo_hi);
+    fprintf(out,
+            "  per rank: memory %s to %s (two time levels with ghost layers), halos %s to %s "
+            "received per step\n",
+            a, b, x, y);
 }

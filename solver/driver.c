@@ -579,6 +579,9 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
 
     heat_signals_install();
     heat_progress_init(&s.progress, opt->out, opt->quiet);
+    /* mpirun gives rank 0 a terminal of its own even when its output goes to
+     * a file: log lines, not a status line rewritten in place. */
+    if (s.par && s.progress.mode == 1) s.progress.mode = 2, s.progress.interval = 5.0;
     res->start_step = s.step;
     rc = heat_output_history(s.out, s.step, heat_case_time(s.c, s.step), NAN, 0.0, err);
     if ((rc = agree(&s, rc, err))) goto done;
