@@ -83,6 +83,10 @@ static void notice_part_unfused(const heat_case *c, const char *who, FILE *notic
 static int part_wants_gpu(const heat_case *c, const heat_halo_comm *comm, FILE *notices)
 {
     if (c->solver.backend == HEAT_BACKEND_CPU) return 0;
+#ifdef HEAT_HAVE_CUDA
+    /* One GPU per rank of a node, chosen before CUDA makes a context. */
+    heat_cuda_select_device(comm->node_rank);
+#endif
     if (c->solver.backend == HEAT_BACKEND_CUDA) return 1;
     char why[256];
     int usable = heat_backend_gpu_usable(why, sizeof why);

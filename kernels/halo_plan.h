@@ -42,6 +42,10 @@
 #include "heat_case.h"
 #include "heat_split.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A box of local indices, [lo, hi) per axis. */
 typedef struct hbox {
     int64_t lo[3], hi[3];
@@ -108,5 +112,9 @@ static inline int64_t heat_halo_at(const heat_halo_plan *p, int64_t i, int64_t j
 {
     return k * p->sz + j * p->sy + i;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -21,6 +21,11 @@ TEST is one of:
   paraview  ParaView reads the snapshots of a 4-rank run from another working
             directory, every value checked (tests/paraview_check.py).
 
+Options for the GPU machine (tools/gpu_mpi_check.sh): --backend cuda runs the
+ranks on the CUDA backend (--kernel K: its kernel), --ref-backend the one
+process that they are compared with (cpu, the reference, by default), and
+--max-np N leaves out the cases of more than N processes.
+
 Equality is bit for bit: the field of every snapshot and checkpoint, and the
 step, time and residual columns of history.csv (rows with a residual). Exit
 status 0 when all holds, 1 with the reason otherwise. Needs h5py and numpy.
@@ -105,6 +110,12 @@ class Env:
         for k in ("HEAT_TEST_FAIL_WRITE", "HEAT_TEST_FAIL_RANK", "HEAT_MPI"):
             env.pop(k, None)
         self.env = env
+        self.max_np = a.max_np
+        # The backend of the ranks and of the one process they are compared with.
+        self.sets = ['solver.backend="%s"' % a.backend]
+        if a.kernel:
+            self.sets.append('solver.kernel="%s"' % a.kernel)
+        self.ref_sets = ['solver.backend="%s"' % a.ref_backend]
 
     def write(self, name, text):
         path = os.path.join(self.work, name)
@@ -114,7 +125,7 @@ class Env:
 
     def cmd(self, np, deck, outdir, sets=(), extra=()):
         c = [self.heat, "run", deck, "--quiet", "--set", 'output.dir="%s"' % outdir]
-        for s in sets:
+        for s in (self.ref_sets if np == 0 else self.sets) + list(sets):
             c += ["--set", s]
         c += list(extra)
         if np == 0:
@@ -217,6 +228,8 @@ def test_splits(env):
     ]
     refs = {}
     for deck, prec, tb, np, ranks, io in cases:
+        if np > env.max_np:
+            continue
         key = (deck, prec, tb)
         sets = ["solver.precision=%s" % prec, "solver.temporal_block=%d" % tb]
         if key not in refs:
@@ -253,6 +266,8 @@ def test_restart(env):
     ckpt = os.path.join(out, "rs_ckpt_00000040.vtkhdf")
     c = [env.mpiexec, env.np_flag, "2", env.heat, "run", "--restart", ckpt, "--quiet",
          "--set", 'output.dir="%s"' % out, "--set", full[0]]
+    for x in env.sets:
+        c += ["--set", x]
     p = subprocess.run(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
     if p.returncode != 0:
@@ -403,6 +418,10 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--pvpython", default="")
     ap.add_argument("--src", default=os.path.join(os.path.dirname(__file__), ".."))
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda", "auto"))
+    ap.add_argument("--ref-backend", default="cpu", choices=("cpu", "cuda", "auto"))
+    ap.add_argument("--kernel", default="")
+    ap.add_argument("--max-np", type=int, default=8)
     a = ap.parse_args()
     try:
         import h5py  # noqa: F401
