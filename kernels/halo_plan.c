@@ -200,3 +200,32 @@ int heat_halo_pieces(const heat_halo_plan *p, const hbox *r, int pieces, hbox *o
     }
     return pieces;
 }
+
+int heat_halo_pass(const heat_halo_plan *p, int d, int fused, int resid, halo_op *ops)
+{
+    int n = 0;
+    if (fused && d > 1) {
+        const hbox r = heat_halo_grow(p, d - 1);
+        ops[n++] = (halo_op){HALO_SWEEP, heat_halo_view(p, &r), resid ? d - 1 : d};
+        if (!resid) {
+            ops[n++] = (halo_op){HALO_EXCHANGE, {{{0}, {0}}, {0}}, 0};
+            return n;
+        }
+    } else {
+        for (int st = 1; st < d; st++) {
+            const hbox r = heat_halo_grow(p, d - st);
+            ops[n++] = (halo_op){HALO_SWEEP, heat_halo_view(p, &r), 1};
+        }
+    }
+    ops[n++] = (halo_op){HALO_LAST, {{{0}, {0}}, {0}}, 1};
+    return n;
+}
+
+hview heat_halo_align(const heat_halo_plan *p, hview v, int xalign)
+{
+    if (xalign > 1 && (p->gv[0] || p->gv[1]) && v.b.lo[0] % xalign) {
+        v.b.lo[0] = v.b.lo[0] / xalign * xalign;
+        v.face[HEAT_X_LO] = HEAT_BC_DIRICHLET;
+    }
+    return v;
+}

@@ -107,6 +107,35 @@ hview heat_halo_view(const heat_halo_plan *p, const hbox *region);
  * `pieces` boxes (pieces <= HEAT_HALO_MAX_PIECES); returns their number. */
 int heat_halo_pieces(const heat_halo_plan *p, const hbox *region, int pieces, hbox *out);
 
+/* The operations of one pass of d <= depth steps, shared by the backends:
+ *   HALO_SWEEP: `steps` steps over `view` (steps > 1 only where the backend
+ *     fuses steps: one launch of the fused kernel);
+ *   HALO_EXCHANGE: an exchange of the current level, nothing to hide it;
+ *   HALO_LAST: the overlapped last step (shell, exchange, interior).
+ * Without fusing: d - 1 single sweeps over the owned box grown by d - 1,
+ * d - 2, ..., 1 layers, then HALO_LAST. Fusing (d > 1): one sweep of d steps
+ * over the box grown by d - 1, then HALO_EXCHANGE; a pass that ends on a
+ * check step (`resid`) fuses d - 1 steps and ends with HALO_LAST, since the
+ * residual needs the level before the last step. */
+typedef enum { HALO_SWEEP, HALO_EXCHANGE, HALO_LAST } halo_op_kind;
+
+typedef struct halo_op {
+    halo_op_kind kind;
+    hview view;
+    int steps;
+} halo_op;
+
+#define HEAT_HALO_MAX_OPS (HEAT_TEMPORAL_BLOCK_MAX + 2)
+
+int heat_halo_pass(const heat_halo_plan *p, int d, int fused, int resid, halo_op *ops);
+
+/* `v` with its first x node moved down to a multiple of xalign where x has
+ * ghost layers (the vector loads of the GPU kernels need aligned rows); the
+ * nodes it adds are recomputed alike or are ghosts that the next exchange
+ * overwrites, so a backend that aligns takes the residual over the owned box
+ * apart from the sweeps. */
+hview heat_halo_align(const heat_halo_plan *p, hview v, int xalign);
+
 /* The local index of local node (i, j, k). */
 static inline int64_t heat_halo_at(const heat_halo_plan *p, int64_t i, int64_t j, int64_t k)
 {

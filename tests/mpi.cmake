@@ -26,3 +26,13 @@ foreach(_t splits restart signal fail badsplit paraview)
   set_tests_properties(mpi_${_t} PROPERTIES LABELS mpi TIMEOUT 300 PROCESSORS 2)
 endforeach()
 set_tests_properties(mpi_paraview PROPERTIES LABELS "mpi;paraview")
+# The CUDA backend's geometry walked by the CPU backend (aligned views, fused
+# passes, the residual apart), so that CI checks what only a GPU runs.
+foreach(_v fused steps)
+  add_test(NAME mpi_gpu_views_${_v}
+           COMMAND ${_heat_mpi_py} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_check.py splits --gpu-views ${_v}
+                   --max-np 4 --heat $<TARGET_FILE:heat> --mpiexec "${MPIEXEC_EXECUTABLE}"
+                   --np-flag=${MPIEXEC_NUMPROC_FLAG}
+                   --work ${CMAKE_CURRENT_BINARY_DIR}/tmp_mpi_gpu_views_${_v} --src ${PROJECT_SOURCE_DIR})
+  set_tests_properties(mpi_gpu_views_${_v} PROPERTIES LABELS mpi TIMEOUT 300 PROCESSORS 2)
+endforeach()

@@ -24,7 +24,9 @@ TEST is one of:
 Options for the GPU machine (tools/gpu_mpi_check.sh): --backend cuda runs the
 ranks on the CUDA backend (--kernel K: its kernel), --ref-backend the one
 process that they are compared with (cpu, the reference, by default), and
---max-np N leaves out the cases of more than N processes.
+--max-np N leaves out the cases of more than N processes. --gpu-views fused
+(or steps) has the CPU ranks walk the CUDA backend's geometry (aligned views,
+fused passes, the residual apart: HEAT_TEST_GPU_VIEWS), so that CI checks it.
 
 Equality is bit for bit: the field of every snapshot and checkpoint, and the
 step, time and residual columns of history.csv (rows with a residual). Exit
@@ -107,7 +109,8 @@ class Env:
             "OMPI_MCA_mpi_yield_when_idle": "1",
             "OMP_NUM_THREADS": "1",
         })
-        for k in ("HEAT_TEST_FAIL_WRITE", "HEAT_TEST_FAIL_RANK", "HEAT_MPI"):
+        for k in ("HEAT_TEST_FAIL_WRITE", "HEAT_TEST_FAIL_RANK", "HEAT_MPI",
+                  "HEAT_TEST_GPU_VIEWS"):
             env.pop(k, None)
         self.env = env
         self.max_np = a.max_np
@@ -116,6 +119,8 @@ class Env:
         if a.kernel:
             self.sets.append('solver.kernel="%s"' % a.kernel)
         self.ref_sets = ['solver.backend="%s"' % a.ref_backend]
+        if a.gpu_views:
+            env["HEAT_TEST_GPU_VIEWS"] = a.gpu_views
 
     def write(self, name, text):
         path = os.path.join(self.work, name)
@@ -422,6 +427,7 @@ def main():
     ap.add_argument("--ref-backend", default="cpu", choices=("cpu", "cuda", "auto"))
     ap.add_argument("--kernel", default="")
     ap.add_argument("--max-np", type=int, default=8)
+    ap.add_argument("--gpu-views", default="", choices=("", "fused", "steps"))
     a = ap.parse_args()
     try:
         import h5py  # noqa: F401

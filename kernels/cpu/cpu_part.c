@@ -9,7 +9,13 @@
  * with depth > 1 and several cut axes starts its next phase), and finally
  * the wait for what is still in flight. The time the rank spends outside
  * the sweeps in that last step is the part of the exchange not hidden by
- * compute. */
+ * compute.
+ *
+ * For tests, HEAT_TEST_GPU_VIEWS=fused (or =steps) makes this backend walk
+ * the CUDA backend's geometry: views aligned as its vector loads need
+ * (heat_halo_align), passes of fused steps (one sweep over a fixed view, d
+ * times) or of single ones, and the residual taken over the owned box apart
+ * from the sweeps; the results must stay the same bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +42,7 @@ typedef struct part_state {
     void *xlevel;            /* the level it fills */
     double xstart;           /* when it was posted */
     heat_halo_stats st;
+    int xalign, fuse; /* HEAT_TEST_GPU_VIEWS: the CUDA backend's geometry */
 } part_state;
 
 static double now(void)
@@ -123,8 +130,9 @@ static int xchg_blocking(part_state *s, void *level, heat_error *err)
 }
 
 /* One step u -> v over a view; max |du| over it when `resid`. */
-static double sweep_view(part_state *s, const heat_case *c, const hview *v, int resid)
+static double sweep_view(part_state *s, const heat_case *c, const hview *v0, int resid)
 {
+    const hview aligned = heat_halo_align(&s->p, *v0, s->xalign), *v = &aligned;
     cpu_box g;
     for (int a = 0; a < 3; a++) g.n[a] = v->b.hi[a] - v->b.lo[a];
     if (g.n[0] <= 0 || g.n[1] <= 0 || g.n[2] <= 0) return 0;
@@ -146,6 +154,33 @@ static void swap_levels(part_state *s)
 static double fmax_nan(double a, double b)
 {
     return (b > a || b != b) ? b : a;
+}
+
+/* max |v - u| over the owned box (NaN kept as NaN). */
+#define OWNED_RESIDUAL(T)                                                                          \
+    do {                                                                                           \
+        const T *a = s->u, *b = s->v;                                                              \
+        _Pragma("omp parallel for collapse(2) reduction(max : m)") for (                           \
+            int64_t k = o->lo[2]; k < o->hi[2]; k++) for (int64_t j = o->lo[1]; j < o->hi[1];      \
+                                                          j++) for (int64_t i = o->lo[0];          \
+                                                                    i < o->hi[0]; i++)             \
+        {                                                                                          \
+            const int64_t at = heat_halo_at(&s->p, i, j, k);                                       \
+            double d = fabs((double)b[at] - (double)a[at]);                                        \
+            if (d != d) d = INFINITY;                                                              \
+            if (d > m) m = d;                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static double owned_residual(part_state *s)
+{
+    const hbox *o = &s->p.owned;
+    double m = 0;
+    if (s->vs == sizeof(float))
+        OWNED_RESIDUAL(float);
+    else
+        OWNED_RESIDUAL(double);
+    return m;
 }
 
 /* The last step of a pass: shell, exchange posted, interior in pieces with
@@ -178,6 +213,8 @@ static int overlapped_step(part_state *s, const heat_case *c, int resid, double 
         s->st.exchanges++;
         s->st.exposed += now() - t0 - swept;
     }
+    /* Aligned views write ghosts from stale neighbours: the owned box alone. */
+    if (resid && s->xalign > 1) *m = fmax_nan(0, owned_residual(s));
     swap_levels(s);
     return rc;
 }
@@ -190,15 +227,27 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
     double m = 0;
     for (int64_t left = steps; left > 0;) {
         const int d = left < k ? (int)left : k;
-        for (int st = 1; st < d; st++) {
-            const hbox r = heat_halo_grow(&s->p, d - st);
-            const hview v = heat_halo_view(&s->p, &r);
-            sweep_view(s, c, &v, 0);
-            swap_levels(s);
-        }
         left -= d;
-        int rc = overlapped_step(s, c, residual && left == 0, &m, err);
-        if (rc) return rc;
+        const int resid = residual && left == 0;
+        halo_op ops[HEAT_HALO_MAX_OPS];
+        const int n = heat_halo_pass(&s->p, d, s->fuse, resid, ops);
+        for (int i = 0; i < n; i++) {
+            int rc = HEAT_OK;
+            if (ops[i].kind == HALO_SWEEP) {
+                /* A fused pass: its steps over one fixed view. */
+                for (int t = 0; t < ops[i].steps; t++) {
+                    sweep_view(s, c, &ops[i].view, 0);
+                    swap_levels(s);
+                }
+            } else if (ops[i].kind == HALO_EXCHANGE) {
+                const double t0 = now();
+                rc = xchg_blocking(s, s->u, err);
+                s->st.exposed += now() - t0;
+            } else {
+                rc = overlapped_step(s, c, resid, &m, err);
+            }
+            if (rc) return rc;
+        }
     }
     if (residual) *residual = (m != m ? INFINITY : m) / c->d.dt;
     return HEAT_OK;
@@ -331,9 +380,16 @@ int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_h
     b->ops = &part_ops;
     b->c = c;
     b->impl = s;
-    heat_halo_plan_init(&s->p, c, part, 1);
     s->comm = *comm;
     s->vs = heat_case_value_size(c);
+    const char *gpu_views = getenv("HEAT_TEST_GPU_VIEWS");
+    if (gpu_views && *gpu_views && strcmp(gpu_views, "0") != 0) {
+        s->xalign = (int)(16 / s->vs);
+        s->fuse = strcmp(gpu_views, "fused") == 0 && part->depth > 1;
+    } else {
+        s->xalign = 1;
+    }
+    heat_halo_plan_init(&s->p, c, part, s->xalign);
     s->phase = -1;
     snprintf(s->st.transport, sizeof s->st.transport, "mpi");
     const size_t bytes = (size_t)s->p.values * s->vs, msgs = (s->p.buf_values + 1) * s->vs;

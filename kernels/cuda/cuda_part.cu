@@ -134,21 +134,10 @@ static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const
     return a;
 }
 
-/* A view's first x node on a 16-byte boundary where x has ghost layers. */
-static hview aligned(const part_state *s, hview v)
-{
-    const heat_halo_plan &p = s->p;
-    if ((p.gv[0] || p.gv[1]) && v.b.lo[0] % s->V) {
-        v.b.lo[0] = v.b.lo[0] / s->V * s->V;
-        v.face[HEAT_X_LO] = HEAT_BC_DIRICHLET;
-    }
-    return v;
-}
-
 template <typename T>
 static cudaError_t launch_view_t(part_state *s, const hview &v0, int depth, cudaStream_t st)
 {
-    const hview v = aligned(s, v0);
+    const hview v = heat_halo_align(&s->p, v0, s->V);
     for (int a = 0; a < 3; a++)
         if (v.b.hi[a] <= v.b.lo[a]) return cudaSuccess;
     heat_stencil_args<T> a = view_args<T>(s, v, s->u, s->v);
@@ -335,25 +324,20 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
         const int d = left < k ? (int)left : k;
         left -= d;
         const bool resid = residual && left == 0;
-        int rc;
-        if (s->fused && d > 1) {
-            /* d fused steps (d - 1 before an overlapped last one on a check
-             * pass), from the owned box grown by d layers. */
-            const hbox r = heat_halo_grow(&s->p, d - 1);
-            PART_CHECK(launch_view(s, heat_halo_view(&s->p, &r), resid ? d - 1 : d, s->hi));
-            swap_levels(s);
-            if (!resid) {
-                if ((rc = exchange_blocking(s, s->u, err))) return rc;
-                continue;
-            }
-        } else {
-            for (int st = 1; st < d; st++) {
-                const hbox r = heat_halo_grow(&s->p, d - st);
-                PART_CHECK(launch_view(s, heat_halo_view(&s->p, &r), 1, s->hi));
+        halo_op ops[HEAT_HALO_MAX_OPS];
+        const int n = heat_halo_pass(&s->p, d, s->fused, resid, ops);
+        for (int i = 0; i < n; i++) {
+            int rc = HEAT_OK;
+            if (ops[i].kind == HALO_SWEEP) {
+                PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi));
                 swap_levels(s);
+            } else if (ops[i].kind == HALO_EXCHANGE) {
+                rc = exchange_blocking(s, s->u, err);
+            } else {
+                rc = overlapped_step(s, resid, err);
             }
+            if (rc) return rc;
         }
-        if ((rc = overlapped_step(s, resid, err))) return rc;
     }
     if (residual) {
         PART_CHECK(cudaMemcpy(s->h_resid, s->d_resid, sizeof *s->h_resid, cudaMemcpyDeviceToHost));
