@@ -550,9 +550,22 @@ int heat_cmd_bench(int argc, char **argv)
         i += used;
     }
 
-    /* Which backends: a GPU where one is usable, unless told. */
+    /* Which backends: a GPU where one is usable, unless told. Under MPI each
+     * rank on its own GPU, and the GPU only when every rank has one. */
+    heat_par *par = heat_par_world();
+    if (heat_par_size(par) > 1) {
+        heat_halo_comm hc;
+        heat_par_halo_comm(par, &hc);
+        heat_backend_select_gpu(hc.node_rank);
+    }
     char why[512];
     int gpu_ok = heat_backend_gpu_usable(why, sizeof why);
+    double missing = !gpu_ok;
+    heat_par_max(par, &missing, 1);
+    if (missing > 0 && gpu_ok) {
+        snprintf(why, sizeof why, "not every rank has a usable GPU");
+        gpu_ok = 0;
+    }
     if (o.want_cpu < 0) o.want_cpu = !gpu_ok, o.want_cuda = gpu_ok;
     if (o.want_cuda && !gpu_ok) {
         fprintf(stderr, "heat bench: --backend cuda: %s\n", why);

@@ -204,6 +204,15 @@ int heat_backend_gpu_usable(char *why, size_t n)
 #endif
 }
 
+void heat_backend_select_gpu(int node_rank)
+{
+#ifdef HEAT_HAVE_CUDA
+    heat_cuda_select_device(node_rank);
+#else
+    (void)node_rank;
+#endif
+}
+
 void heat_backend_gpu_name(char *buf, size_t n)
 {
     if (n) buf[0] = '\0';

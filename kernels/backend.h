@@ -77,6 +77,11 @@ int heat_backend_has_gpu_build(void);
  * driver's message) into why[n] and returns 0. */
 int heat_backend_gpu_usable(char *why, size_t n);
 
+/* Makes the node_rank-th GPU of the node (modulo their number) the one this
+ * process uses, before anything else of CUDA runs: one GPU per rank. A
+ * no-op without CUDA. heat_backend_create_part does it itself. */
+void heat_backend_select_gpu(int node_rank);
+
 /* The name of the GPU the CUDA backend would use into buf[n] ("" when there
  * is none or the build has no CUDA). */
 void heat_backend_gpu_name(char *buf, size_t n);

@@ -51,8 +51,6 @@ typedef struct run_state {
     heat_par *par;
     heat_part part;      /* this rank's box (the whole grid for one process) */
     heat_h5dist *writer; /* the ranks' field-file writer */
-    int pending;         /* a local failure that the next agreement reports */
-    heat_error pending_err;
 } run_state;
 
 /* Points of this rank's field: its box, or the whole grid. */
