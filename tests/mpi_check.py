@@ -375,6 +375,26 @@ def test_badsplit(env):
             raise Failure("badsplit %s: %s was created" % (sets, out))
         log("%d processes, %s: exit 2 on every rank, '%s' once, nothing written"
             % (np, " ".join(sets), want))
+    # heat check shows the split, with --ranks N or under the launcher, once.
+    def check(cmd, expect):
+        p = subprocess.run(cmd, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+        if p.returncode != expect:
+            raise Failure("%s: exit status %d, expected %d\n%s"
+                          % (" ".join(cmd), p.returncode, expect, p.stdout))
+        return p.stdout
+    text = check([env.heat, "check", deck, "--ranks", "4"], 0)
+    rows = [l for l in text.splitlines() if l.startswith("  ") and "(" in l and " x " in l]
+    if "= 4 ranks" not in text or len(rows) != 4 or "per rank: memory" not in text:
+        raise Failure("heat check --ranks 4: expected the split and 4 rows:\n%s" % text)
+    text = check([env.mpiexec, env.np_flag, "3", env.heat, "check", deck], 0)
+    if text.count("= 3 ranks") != 1 or text.count("deck %s: valid" % deck) != 1:
+        raise Failure("mpiexec -n 3 heat check: expected the split of 3 ranks once:\n%s" % text)
+    text = check([env.heat, "check", deck, "--ranks", "5000"], 2)
+    if "5000 processes do not fit grid.points = [23, 17, 13]" not in text:
+        raise Failure("heat check --ranks 5000: expected the split refused:\n%s" % text)
+    log("heat check: the split of 4 ranks with each rank's box, memory and halos; of 3 under "
+        "the launcher, printed once; 5000 ranks refused with exit 2")
 
 
 def test_paraview(env):

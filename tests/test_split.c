@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deck.h"
 #include "halo_plan.h"
 #include "heat_case.h"
 #include "heat_split.h"
@@ -249,12 +250,63 @@ static void test_initial_box(void **state)
     free(whole);
 }
 
+/* The deck's parallel group: loads it with `set` and returns the status;
+ * a message, if any, in err. */
+static int load_parallel(const char *set, heat_case *c, heat_error *err)
+{
+    const char *sets[1] = {set};
+    return heat_deck_load_string(deck, "split.cfg", sets, set ? 1 : 0, c, NULL, NULL, err);
+}
+
+static void expect_refused(const char *set, const char *text)
+{
+    heat_case c;
+    heat_error err;
+    assert_int_equal(load_parallel(set, &c, &err), HEAT_EINPUT);
+    if (!strstr(err.msg, text)) fail_msg("%s: expected '%s' in: %s", set, text, err.msg);
+}
+
+static void test_deck_parallel(void **state)
+{
+    (void)state;
+    heat_case c;
+    heat_error err;
+    /* Absent: the run chooses; auto transport and files. */
+    assert_int_equal(load_parallel(NULL, &c, &err), HEAT_OK);
+    assert_int_equal(c.parallel.ranks[0], 0);
+    assert_int_equal(c.parallel.transport, HEAT_TRANSPORT_AUTO);
+    assert_int_equal(c.parallel.io, HEAT_PIO_AUTO);
+    assert_int_equal(
+        load_parallel("parallel={ranks=[2,3,1]; transport=\"nccl\"; io=\"aggregated\";}", &c, &err),
+        HEAT_OK);
+    assert_int_equal(c.parallel.ranks[0], 2);
+    assert_int_equal(c.parallel.ranks[1], 3);
+    assert_int_equal(c.parallel.ranks[2], 1);
+    assert_int_equal(c.parallel.transport, HEAT_TRANSPORT_NCCL);
+    assert_int_equal(c.parallel.io, HEAT_PIO_AGGREGATED);
+    /* Each key and value checked, with what is allowed. */
+    expect_refused("parallel.rank=[1,1,1]", "unknown key parallel.rank");
+    expect_refused("parallel.ranks=[2,2]", "parallel.ranks = [2, 2]: expected [px, py, pz]");
+    expect_refused("parallel.ranks=[2,0,1]", "parallel.ranks[1] = 0: expected an integer from 1");
+    expect_refused("parallel.ranks=[1,1,20]", "20 ranks along z, which has only 13 points");
+    expect_refused("parallel.transport=\"infiniband\"",
+                   "expected one of \"auto\", \"mpi\", \"nccl\"");
+    expect_refused("parallel.io=\"fast\"",
+                   "expected one of \"auto\", \"collective\", \"aggregated\"");
+    {
+        const char *sets[2] = {"parallel.ranks=[6,1,1]", "solver.temporal_block=4"};
+        assert_int_equal(heat_deck_load_string(deck, "split.cfg", sets, 2, &c, NULL, NULL, &err),
+                         HEAT_EINPUT);
+        assert_non_null(strstr(err.msg, "fewer than the 4 halo layers"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_choose),      cmocka_unit_test(test_fits),
         cmocka_unit_test(test_boxes),       cmocka_unit_test(test_plan),
-        cmocka_unit_test(test_initial_box),
+        cmocka_unit_test(test_initial_box), cmocka_unit_test(test_deck_parallel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
