@@ -298,11 +298,17 @@ def test_signal(env):
     while not os.path.exists(first) and time.time() < deadline and p.poll() is None:
         time.sleep(0.1)
     time.sleep(1.0)
-    ranks = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "heat run"],
-                           stdout=subprocess.PIPE, universal_newlines=True).stdout.split()
+    # The ranks: processes whose command line starts with this heat and names
+    # this run's deck (the launcher's own command line starts otherwise; a
+    # launcher may start them as children or grandchildren).
+    import re
+    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
+    ranks = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout.split()
     if len(ranks) != 3:
         p.kill()
-        raise Failure("signal: expected 3 heat processes under %s, found %s" % (p.pid, ranks))
+        raise Failure("signal: expected 3 heat processes matching %s, found %s"
+                      % (pattern, ranks))
     os.kill(int(sorted(ranks, key=int)[1]), signal.SIGTERM)
     text, _ = p.communicate(timeout=120)
     if p.returncode != 143:
