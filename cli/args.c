@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "deck.h"
 #include "h5file.h"
+#include "parallel.h"
 
 int heat_cli_parse_args(int argc, char **argv, int allow_run_options, heat_cli_args *a)
 {
@@ -35,6 +36,17 @@ int heat_cli_parse_args(int argc, char **argv, int allow_run_options, heat_cli_a
                 return 2;
             }
             a->restart = val;
+        } else if (!allow_run_options &&
+                   (strcmp(s, "--ranks") == 0 || strncmp(s, "--ranks=", 8) == 0)) {
+            val = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[++i] : NULL);
+            char *end = NULL;
+            long n = val ? strtol(val, &end, 10) : 0;
+            if (!val || end == val || *end || n < 1 || n > (1 << 24)) {
+                fprintf(stderr, "heat: --ranks needs a number of processes from 1 to %d\n",
+                        1 << 24);
+                return 2;
+            }
+            a->ranks = (int)n;
         } else if (allow_run_options && strcmp(s, "--overwrite") == 0) {
             a->overwrite = 1;
         } else if (allow_run_options && (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0)) {
@@ -77,6 +89,19 @@ static int load_case_from_file(const heat_cli_args *a, heat_case *c, char **text
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         if (text) free(*text), *text = NULL;
         return 2;
+    }
+    /* A file written on another number of ranks continues on this one: the
+     * split its deck names is for the run that wrote it (unless --set names
+     * one again). */
+    const int *r = c->parallel.ranks, size = heat_par_size(heat_par_world());
+    int named = 0;
+    for (int i = 0; i < a->nsets; i++) named |= strncmp(a->sets[i], "parallel.ranks", 14) == 0;
+    if (r[0] > 0 && r[0] * r[1] * r[2] != size && !named) {
+        fprintf(stderr,
+                "notice: --restart %s: its deck's parallel.ranks = [%d, %d, %d] is for %d "
+                "processes; this run has %d: the split is chosen for it\n",
+                a->restart, r[0], r[1], r[2], r[0] * r[1] * r[2], size);
+        c->parallel.ranks[0] = c->parallel.ranks[1] = c->parallel.ranks[2] = 0;
     }
     return 0;
 }

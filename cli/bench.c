@@ -31,6 +31,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "deck.h"
+#include "parallel.h"
 #include "progress.h"
 
 #define MAX_SIZES 16
@@ -73,6 +74,13 @@ static const char usage_bench[] =
     "  --json FILE       also write the table as JSON (with the machine and the ceiling)\n"
     "  --help            this text\n"
     "\n"
+    "Under MPI (mpirun -np N heat bench ...) the grid of each row is split over the N\n"
+    "ranks as a run would split it, every rank sweeps its part and exchanges halos, and\n"
+    "the rows give the slowest rank's time per step (GLUP/s for the whole grid) and\n"
+    "three more columns: the halo exchange's pack, transfer and unpack times per time\n"
+    "step (one exchange of k-deep halos every k steps, timed apart, nothing hidden).\n"
+    "The copy is then each rank's copy of its part, and the check is not run.\n"
+    "\n"
     "Backends built in: see heat --version. The CPU backend uses OpenMP (set\n"
     "OMP_NUM_THREADS to choose the thread count). The exit status is 1 if a kernel\n"
     "fails its check.\n";
@@ -84,6 +92,10 @@ typedef struct bench_row {
     int steps, runs;
     double ms_per_step, glups, gbps, copy_gbps, percent;
     char check[32]; /* "exact", a relative difference, or "-" (the reference itself) */
+    /* Under MPI: the ranks, and one halo exchange's parts (the slowest
+     * rank's medians, ms) per time step (an exchange every k steps). */
+    int ranks, split[3];
+    double halo_pack, halo_transfer, halo_unpack;
 } bench_row;
 
 static int parse_size(const char *s, int64_t n[3])
@@ -192,6 +204,81 @@ static int bench_case(const int64_t n[3], const char *precision, const char *bac
     return rc ? rc : heat_case_derive(c, err);
 }
 
+/* The row's figures from the medians: `copy_bytes` is what the copy moved
+ * (each rank's share of the field under MPI). */
+static int finish_row(bench_row *row, const heat_case *c, const int64_t n[3], const char *precision,
+                      const char *backend, const char *kernel, int k, int steps, int runs,
+                      double ms_copy, double ms_steps, size_t copy_bytes)
+{
+    const size_t vs = heat_case_value_size(c);
+    const double step_s = ms_steps / 1e3 / steps, copy_s = ms_copy / 1e3;
+    snprintf(row->backend, sizeof row->backend, "%s", backend);
+    snprintf(row->kernel, sizeof row->kernel, "%s", kernel);
+    snprintf(row->precision, sizeof row->precision, "%s", precision);
+    memcpy(row->n, n, sizeof row->n);
+    row->k = k;
+    row->steps = steps;
+    row->runs = runs;
+    row->ms_per_step = 1e3 * step_s;
+    row->glups = (double)c->d.points / step_s / 1e9;
+    row->gbps = row->glups * 2.0 * (double)vs;
+    /* Under MPI the copy is per rank; the ranks copy at once. */
+    row->copy_gbps = 2.0 * (double)copy_bytes * row->ranks / copy_s / 1e9;
+    row->percent = 100.0 * row->gbps / row->copy_gbps;
+    return HEAT_OK;
+}
+
+/* One row under MPI: the grid split over the ranks as a run would split it,
+ * each rank's part swept and its halos exchanged; the slowest rank's times.
+ * Collective: every rank runs every row. */
+static int bench_part(heat_par *par, const heat_case *c, bench_row *row, int *steps, int runs,
+                      double *ms_copy, double *ms_steps, size_t *copy_bytes, heat_error *err)
+{
+    heat_part part;
+    heat_halo_comm hc;
+    heat_backend *be = NULL;
+    void *a = NULL;
+    const size_t vs = heat_case_value_size(c);
+    const int k = c->solver.temporal_block;
+    int rc = heat_par_agree(par, heat_par_decompose(par, c, &part, err), err);
+    if (rc) return rc;
+    heat_par_halo_comm(par, &hc);
+    rc = heat_par_agree(par, heat_backend_create_part(c, &part, &hc, NULL, &be, err), err);
+    const int64_t points = part.n[0] * part.n[1] * part.n[2];
+    if (!rc && !(a = malloc((size_t)points * vs)))
+        rc = heat_error_set(err, HEAT_ERUNTIME, "cannot allocate %.3g GB",
+                            (double)points * (double)vs / 1e9);
+    if ((rc = heat_par_agree(par, rc, err))) goto out;
+    fill_random(a, points, vs, 0x5eed + (uint64_t)part.rank);
+    /* From here every call is collective (halos): a failure ends every rank. */
+    if ((rc = heat_backend_upload(be, a, err))) heat_par_abort(par, 1, err->msg);
+    double t0 = heat_wall_seconds();
+    if ((rc = heat_backend_advance(be, 2 * k, NULL, err))) heat_par_abort(par, 1, err->msg);
+    double per_step = (heat_wall_seconds() - t0) / (2 * k);
+    heat_par_max(par, &per_step, 1); /* every rank the same step count */
+    if (*steps <= 0) *steps = (int)fmax(1.0, fmin(1000.0, 0.05 / per_step));
+    *steps = (*steps + k - 1) / k * k;
+    if ((rc = heat_backend_bench_time(be, *steps, runs, ms_copy, ms_steps, err)))
+        heat_par_abort(par, 1, err->msg);
+    double pk = 0, tr = 0, un = 0;
+    if ((rc = heat_backend_bench_halo(be, runs, &pk, &tr, &un, err)))
+        heat_par_abort(par, 1, err->msg);
+    double v[5] = {*ms_copy, *ms_steps, pk / k, tr / k, un / k};
+    heat_par_max(par, v, 5);
+    *ms_copy = v[0];
+    *ms_steps = v[1];
+    row->halo_pack = v[2];
+    row->halo_transfer = v[3];
+    row->halo_unpack = v[4];
+    row->ranks = part.size;
+    memcpy(row->split, part.ranks, sizeof row->split);
+    *copy_bytes = (size_t)heat_split_local_values(&part) * vs;
+out:
+    heat_backend_destroy(be);
+    free(a);
+    return rc;
+}
+
 /* One row: a backend's kernel at this size and precision, fusing k steps per
  * pass (solver.temporal_block = k). */
 static int bench_one(const int64_t n[3], const char *precision, const char *backend,
@@ -207,6 +294,16 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     memset(row, 0, sizeof *row);
     snprintf(row->check, sizeof row->check, "-");
     const size_t vs = heat_case_value_size(&c), bytes = (size_t)c.d.points * vs;
+    heat_par *par = heat_par_world();
+    if (heat_par_size(par) > 1) {
+        int steps = steps_opt;
+        double ms_copy = 0, ms_steps = 0;
+        size_t copy_bytes = 0;
+        if ((rc = bench_part(par, &c, row, &steps, runs, &ms_copy, &ms_steps, &copy_bytes, err)))
+            return rc;
+        return finish_row(row, &c, n, precision, backend, gpu ? kernel : "openmp", k, steps, runs,
+                          ms_copy, ms_steps, copy_bytes);
+    }
     void *a = malloc(bytes);
     heat_backend *be = NULL;
     if (!a) {
@@ -221,24 +318,15 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     double t0 = heat_wall_seconds();
     if ((rc = heat_backend_advance(be, 2 * k, NULL, err))) goto out;
     double per_step = (heat_wall_seconds() - t0) / (2 * k);
+    row->ranks = 1;
+    row->split[0] = row->split[1] = row->split[2] = 1;
     int steps =
         steps_opt > 0 ? steps_opt : (int)fmax(1.0, fmin(1000.0, (gpu ? 0.02 : 0.05) / per_step));
     steps = (steps + k - 1) / k * k;
     double ms_copy = 0, ms_steps = 0;
     if ((rc = heat_backend_bench_time(be, steps, runs, &ms_copy, &ms_steps, err))) goto out;
-    const double step_s = ms_steps / 1e3 / steps, copy_s = ms_copy / 1e3;
-    snprintf(row->backend, sizeof row->backend, "%s", backend);
-    snprintf(row->kernel, sizeof row->kernel, "%s", gpu ? kernel : "openmp");
-    snprintf(row->precision, sizeof row->precision, "%s", precision);
-    memcpy(row->n, n, sizeof row->n);
-    row->k = k;
-    row->steps = steps;
-    row->runs = runs;
-    row->ms_per_step = 1e3 * step_s;
-    row->glups = (double)c.d.points / step_s / 1e9;
-    row->gbps = row->glups * 2.0 * (double)vs;
-    row->copy_gbps = 2.0 * (double)bytes / copy_s / 1e9;
-    row->percent = 100.0 * row->gbps / row->copy_gbps;
+    rc = finish_row(row, &c, n, precision, backend, gpu ? kernel : "openmp", k, steps, runs,
+                    ms_copy, ms_steps, bytes);
 out:
     heat_backend_destroy(be);
     free(a);
@@ -299,20 +387,26 @@ static void print_row(const bench_row *row, FILE *jf, int *first)
     char size[48];
     snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)row->n[0], (long long)row->n[1],
              (long long)row->n[2]);
-    printf("%-8s %-15s %2d %-16s %-9s %10.4f %9.3f %9.2f %9.2f %7.1f%% %8s\n", row->backend,
+    printf("%-8s %-15s %2d %-16s %-9s %10.4f %9.3f %9.2f %9.2f %7.1f%% %8s", row->backend,
            row->kernel, row->k, size, row->precision, row->ms_per_step, row->glups, row->gbps,
            row->copy_gbps, row->percent, row->check);
+    if (row->ranks > 1)
+        printf(" %9.4f %9.4f %9.4f", row->halo_pack, row->halo_transfer, row->halo_unpack);
+    printf("\n");
     fflush(stdout);
     if (jf) {
         fprintf(jf,
                 "%s\n    {\"backend\": \"%s\", \"kernel\": \"%s\", \"temporal_block\": %d, "
                 "\"size\": [%lld, %lld, %lld], \"precision\": \"%s\", \"steps_per_run\": %d, "
                 "\"ms_per_step\": %.6g, \"glups\": %.6g, \"achieved_gbps\": %.6g, "
-                "\"peak_gbps\": %.6g, \"efficiency\": %.4f, \"check\": \"%s\"}",
+                "\"peak_gbps\": %.6g, \"efficiency\": %.4f, \"check\": \"%s\", \"ranks\": %d, "
+                "\"split\": [%d, %d, %d], \"halo_ms_per_step\": {\"pack\": %.6g, \"transfer\": "
+                "%.6g, \"unpack\": %.6g}}",
                 *first ? "" : ",", row->backend, row->kernel, row->k, (long long)row->n[0],
                 (long long)row->n[1], (long long)row->n[2], row->precision, row->steps,
                 row->ms_per_step, row->glups, row->gbps, row->copy_gbps, row->percent / 100,
-                row->check);
+                row->check, row->ranks, row->split[0], row->split[1], row->split[2], row->halo_pack,
+                row->halo_transfer, row->halo_unpack);
         *first = 0;
     }
 }
@@ -456,9 +550,22 @@ int heat_cmd_bench(int argc, char **argv)
         i += used;
     }
 
-    /* Which backends: a GPU where one is usable, unless told. */
+    /* Which backends: a GPU where one is usable, unless told. Under MPI each
+     * rank on its own GPU, and the GPU only when every rank has one. */
+    heat_par *par = heat_par_world();
+    if (heat_par_size(par) > 1) {
+        heat_halo_comm hc;
+        heat_par_halo_comm(par, &hc);
+        heat_backend_select_gpu(hc.node_rank);
+    }
     char why[512];
     int gpu_ok = heat_backend_gpu_usable(why, sizeof why);
+    double missing = !gpu_ok;
+    heat_par_max(par, &missing, 1);
+    if (missing > 0 && gpu_ok) {
+        snprintf(why, sizeof why, "not every rank has a usable GPU");
+        gpu_ok = 0;
+    }
     if (o.want_cpu < 0) o.want_cpu = !gpu_ok, o.want_cuda = gpu_ok;
     if (o.want_cuda && !gpu_ok) {
         fprintf(stderr, "heat bench: --backend cuda: %s\n", why);
@@ -484,8 +591,15 @@ int heat_cmd_bench(int argc, char **argv)
     if (o.want_cuda) heat_backend_gpu_name(gpu_name, sizeof gpu_name);
     printf("heat bench: %s, %d OpenMP thread%s%s%s; median of %d runs\n", machine, threads,
            threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, o.runs);
-    printf("%-8s %-15s %2s %-16s %-9s %10s %9s %9s %9s %8s %8s\n", "backend", "kernel", "k", "size",
+    const int ranks = heat_par_size(heat_par_world());
+    if (ranks > 1)
+        printf("under MPI: %d ranks, each row's grid split as a run would split it; halo columns: "
+               "ms per time step of the slowest rank\n",
+               ranks);
+    printf("%-8s %-15s %2s %-16s %-9s %10s %9s %9s %9s %8s %8s", "backend", "kernel", "k", "size",
            "precision", "ms/step", "GLUP/s", "GB/s", "copy GB/s", "% copy", "check");
+    if (ranks > 1) printf(" %9s %9s %9s", "halo pack", "transfer", "unpack");
+    printf("\n");
     if (jf)
         fprintf(jf,
                 "{\n  \"cpu\": \"%s\",\n  \"threads\": %d,\n  \"device\": \"%s\",\n  \"runs\": "

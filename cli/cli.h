@@ -21,6 +21,7 @@ typedef struct heat_cli_args {
     int nsets;
     const char *restart;
     int overwrite, quiet, help;
+    int ranks; /* check --ranks N: show the split over N ranks (0: the run's own) */
 } heat_cli_args;
 
 /* Parses the options of run (allow_run_options) or check into *a. Returns 0,

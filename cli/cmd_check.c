@@ -6,14 +6,17 @@
 #include "cli.h"
 #include "initial.h"
 #include "output.h"
+#include "parallel.h"
 
 const char heat_usage_check[] =
-    "usage: heat check DECK [--set key=value]...\n"
+    "usage: heat check DECK [--set key=value]... [--ranks N]\n"
     "\n"
     "Validates the deck (every key, with file:line of each problem) and prints what the\n"
     "run would do: grid and spacing, r = alpha*dt/h^2 per axis, dt and the stability\n"
     "limit dt_max, steps to the end, memory on the device, and the output volume.\n"
-    "Writes nothing. DECK may be '-' for the built-in default deck.\n"
+    "Under mpirun (or with --ranks N, for N processes) also the split of the grid over\n"
+    "the ranks: each rank's box, memory and halo bytes per step; a split that does not\n"
+    "fit is a deck error. Writes nothing. DECK may be '-' for the built-in default deck.\n"
     "\n"
     "exit status: 0 valid, 2 invalid\n";
 
@@ -128,9 +131,36 @@ static void print_floor(const heat_case *c)
     printf("note            steady.tolerance = %.3g lies below what %s resolves here: rounding "
            "alone leaves max |du/dt| near eps |u|max / dt = %.3g (|u| up to %.3g); the run may "
            "stall above the tolerance and then stops after %lld checks without a new low "
-           "(exit status 3). Use double precision or a tolerance of at least %.2g\n",
+           "(exit status 3). %s a tolerance of at least %.2g\n",
            c->steady.tolerance, heat_precision_name(c->solver.precision), floor, umax,
-           (long long)c->steady.stall_checks, floor);
+           (long long)c->steady.stall_checks,
+           c->solver.precision == HEAT_FLOAT ? "Use double precision or" : "Use", floor);
+}
+
+/* The processes the split is for: the run's ranks (under mpirun), --ranks N,
+ * or the product of parallel.ranks. */
+static int split_ranks(const heat_case *c, int ranks_opt)
+{
+    int n = ranks_opt > 0 ? ranks_opt : heat_par_size(heat_par_world());
+    if (n == 1 && ranks_opt == 0 && c->parallel.ranks[0] > 0)
+        n = c->parallel.ranks[0] * c->parallel.ranks[1] * c->parallel.ranks[2];
+    return n;
+}
+
+/* The split over n ranks (known to fit). */
+static void print_split(const heat_case *c, int n, const int ranks[3])
+{
+    if (n == 1) {
+        printf("split           one process (under mpirun -np N the grid is split over N ranks; "
+               "heat check --ranks N shows how)\n");
+        return;
+    }
+    heat_par_print_split(stdout, c, ranks);
+    if (heat_par_size(heat_par_world()) != n)
+        printf("                (for mpirun -np %d; this check runs as %d process%s)\n", n,
+               heat_par_size(heat_par_world()), heat_par_size(heat_par_world()) == 1 ? "" : "es");
+    printf("transport       %s; files %s\n", heat_transport_name(c->parallel.transport),
+           heat_pio_name(c->parallel.io));
 }
 
 int heat_cmd_check(const heat_cli_args *a)
@@ -147,11 +177,19 @@ int heat_cmd_check(const heat_cli_args *a)
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }
+    /* A split that does not fit the grid is a deck error too. */
+    const int n = split_ranks(&c, a->ranks);
+    int ranks[3] = {1, 1, 1};
+    if (n > 1 && heat_decomp_split(&c, n, ranks, &err)) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        return 2;
+    }
     printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");
     print_numbers(&c);
     print_run(&c);
     print_output(&c);
     print_floor(&c);
+    print_split(&c, n, ranks);
     if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
         printf("note            %s\n", err.msg);
     return 0;

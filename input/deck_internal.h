@@ -120,6 +120,9 @@ int heat_deck_check_includes(const char *text, const char *dir, int depth, heat_
  * (err may be NULL): missing, unreadable, not text, over 64 MiB. */
 char *heat_deck_read_text(const char *path, heat_error *err);
 
+/* The `parallel` group (deck_parallel.c); after grid and solver. */
+void validate_parallel(vctx *v, const config_setting_t *root, heat_case *c);
+
 /* ---- overrides (deck_set.c) ---- */
 
 /* Applies one "key=value" override to the deck; problems are appended to err. */

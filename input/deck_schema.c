@@ -373,8 +373,9 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
 
 void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c)
 {
-    static const char *const keys[] = {"name",    "grid",     "material", "time",   "steady",
-                                       "initial", "boundary", "output",   "solver", NULL};
+    static const char *const keys[] = {"name",   "grid",     "material", "time",
+                                       "steady", "initial",  "boundary", "output",
+                                       "solver", "parallel", NULL};
     const config_setting_t *root = config_root_setting(cfg);
     heat_deck_check_keys(v, root, keys, "at the top level");
     v_name(v, root, c, v->origin);
@@ -386,6 +387,7 @@ void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c)
     v_boundary(v, root, c);
     v_output(v, root, c);
     v_solver(v, root, c);
+    validate_parallel(v, root, c);
     /* Only when no stop rule is written at all: a bad one is reported already. */
     if (!config_lookup(cfg, "time.end") && !config_lookup(cfg, "time.max_steps") &&
         !config_lookup(cfg, "steady"))

@@ -13,6 +13,8 @@ const char *const heat_kernel_names[HEAT_KERNEL_COUNT + 1] = {"naive", "tiled", 
                                                               "register_tiled", NULL};
 const char *const heat_face_names[HEAT_NFACES + 1] = {"x_lo", "x_hi", "y_lo", "y_hi",
                                                       "z_lo", "z_hi", NULL};
+const char *const heat_transport_names[HEAT_TRANSPORT_COUNT + 1] = {"auto", "mpi", "nccl", NULL};
+const char *const heat_pio_names[HEAT_PIO_COUNT + 1] = {"auto", "collective", "aggregated", NULL};
 
 int heat_name_index(const char *const *names, const char *s)
 {
@@ -54,6 +56,16 @@ const char *heat_kernel_name(heat_kernel k)
 const char *heat_face_name(int face)
 {
     return name_of(heat_face_names, HEAT_NFACES, face);
+}
+
+const char *heat_transport_name(heat_transport t)
+{
+    return name_of(heat_transport_names, HEAT_TRANSPORT_COUNT, (int)t);
+}
+
+const char *heat_pio_name(heat_pio p)
+{
+    return name_of(heat_pio_names, HEAT_PIO_COUNT, (int)p);
 }
 
 /* ---- derived numbers ---------------------------------------------------- */

@@ -57,6 +57,17 @@ typedef enum {
     HEAT_KERNEL_COUNT
 } heat_kernel;
 
+/* parallel.transport: how halos move between ranks (docs/DECK.md). */
+typedef enum {
+    HEAT_TRANSPORT_AUTO,
+    HEAT_TRANSPORT_MPI,
+    HEAT_TRANSPORT_NCCL,
+    HEAT_TRANSPORT_COUNT
+} heat_transport;
+
+/* parallel.io: how the ranks write one file together (docs/FORMAT.md). */
+typedef enum { HEAT_PIO_AUTO, HEAT_PIO_COLLECTIVE, HEAT_PIO_AGGREGATED, HEAT_PIO_COUNT } heat_pio;
+
 /* The GPU kernel that fuses solver.temporal_block steps per pass; every other
  * kernel, and the CPU backend, runs the steps one at a time. */
 #define HEAT_KERNEL_FUSING HEAT_KERNEL_REGISTER_TILED
@@ -119,6 +130,12 @@ typedef struct heat_case {
         int temporal_block;
     } solver;
 
+    struct {
+        int ranks[3]; /* parallel.ranks: ranks per axis; all 0 when the run chooses */
+        heat_transport transport;
+        heat_pio io;
+    } parallel;
+
     /* Derived by heat_case_derive(); zero until then. */
     struct {
         double h[3];         /* spacing per axis (h[2] = 1 in 2D, unused) */
@@ -145,6 +162,8 @@ extern const char *const heat_backend_kind_names[HEAT_BACKEND_COUNT + 1];
 extern const char *const heat_precision_names[HEAT_PRECISION_COUNT + 1];
 extern const char *const heat_kernel_names[HEAT_KERNEL_COUNT + 1];
 extern const char *const heat_face_names[HEAT_NFACES + 1];
+extern const char *const heat_transport_names[HEAT_TRANSPORT_COUNT + 1];
+extern const char *const heat_pio_names[HEAT_PIO_COUNT + 1];
 
 /* The index of `s` in a NULL-terminated table of names, or -1. */
 int heat_name_index(const char *const *names, const char *s);
@@ -156,6 +175,8 @@ const char *heat_backend_kind_name(heat_backend_kind k);
 const char *heat_precision_name(heat_precision p);
 const char *heat_kernel_name(heat_kernel k);
 const char *heat_face_name(int face);
+const char *heat_transport_name(heat_transport t);
+const char *heat_pio_name(heat_pio p);
 
 /* ---- derived numbers ----------------------------------------------------
  *

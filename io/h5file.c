@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "h5file_impl.h"
 #include "io_util.h"
 
 #ifndef HEAT_VERSION
@@ -228,7 +229,7 @@ static int put_vtkhdf_attrs(hid_t g, const heat_file_meta *m)
 
 /* Chunk shape (z, y, x) of about CHUNK_BYTES: whole planes where they fit,
  * else whole rows, else part of a row. */
-static void chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3])
+void heat_h5_chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3])
 {
     const double target = (double)CHUNK_BYTES / (double)vs; /* values per chunk */
     const double row = (double)n[0], plane = (double)n[0] * (double)n[1];
@@ -252,7 +253,7 @@ static void chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3])
 
 /* The n-th file write of the process fails half-way when the environment
  * says HEAT_TEST_FAIL_WRITE=n: the tests' way to break a write on purpose. */
-static int injected_failure(void)
+int heat_h5_injected_failure(void)
 {
     static atomic_long writes;
     const char *s = getenv("HEAT_TEST_FAIL_WRITE");
@@ -279,57 +280,74 @@ static hid_t file_access(void)
     return fapl;
 }
 
-int heat_file_write(const char *path, const heat_file_meta *m, const void *field, int compress,
-                    heat_error *err)
+hid_t heat_h5_file_access(void)
 {
-    heat_io_h5_quiet();
-    char tmp[HEAT_PATH_MAX + HEAT_NAME_MAX + 128];
-    heat_file_tmp_path(tmp, sizeof tmp, path);
-    hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, g = H5I_INVALID_HID, pd = H5I_INVALID_HID,
-          sp = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, ds = H5I_INVALID_HID;
-    const char *doing = "creating it";
+    return file_access();
+}
+
+hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, const char **doing)
+{
+    hid_t g = H5I_INVALID_HID, pd = H5I_INVALID_HID, sp = H5I_INVALID_HID, dcpl = H5I_INVALID_HID,
+          ds = H5I_INVALID_HID;
     const int is_float = m->precision == HEAT_FLOAT;
     const size_t vs = is_float ? sizeof(float) : sizeof(double);
-    int rc = HEAT_OK;
-    unlink(tmp); /* a leftover of a run that was killed */
+    *doing = "writing the metadata";
+    if (put_root_attrs(fid, m) || put_deck(fid, m->deck)) goto done;
+    if ((g = H5Gcreate2(fid, "VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
+    if (put_vtkhdf_attrs(g, m)) goto done;
+    if ((pd = H5Gcreate2(g, "PointData", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
 
-    if ((fapl = file_access()) < 0) goto h5fail;
-    if ((fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) goto h5fail;
-    doing = "writing the metadata";
-    if (put_root_attrs(fid, m) || put_deck(fid, m->deck)) goto h5fail;
-    if ((g = H5Gcreate2(fid, "VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto h5fail;
-    if (put_vtkhdf_attrs(g, m)) goto h5fail;
-    if ((pd = H5Gcreate2(g, "PointData", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto h5fail;
-
-    doing = "creating the field";
+    *doing = "creating the field";
     /* Always (nz, ny, nx), nz = 1 in 2D: the file contract. (VTK's newer
      * readers drop a single-plane z axis and would rather have (ny, nx);
      * the reader below takes both. See docs/FORMAT.md.) */
     const int rank = 3;
     const hsize_t dims3[3] = {(hsize_t)m->n[2], (hsize_t)m->n[1], (hsize_t)m->n[0]};
     hsize_t chunk3[3];
-    chunk_shape(m->n, vs, chunk3);
+    heat_h5_chunk_shape(m->n, vs, chunk3);
     const hsize_t *dims = dims3 + (3 - rank), *chunk = chunk3 + (3 - rank);
-    if ((sp = H5Screate_simple(rank, dims, NULL)) < 0) goto h5fail;
+    if ((sp = H5Screate_simple(rank, dims, NULL)) < 0) goto done;
     if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(dcpl, rank, chunk) < 0)
-        goto h5fail;
+        goto done;
     /* Filters run in this order on writing: the checksum comes last, so
      * that it covers the bytes as stored. */
     if (compress > 0 && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)compress) < 0))
-        goto h5fail;
-    if (H5Pset_fletcher32(dcpl) < 0) goto h5fail;
+        goto done;
+    if (H5Pset_fletcher32(dcpl) < 0) goto done;
     /* A chunk that a damaged index hides reads as the fill value: NaN, which
      * no field of a run holds, so the reader notices (heat_file_read_field). */
     const double fill = NAN;
-    if (H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fill) < 0) goto h5fail;
+    if (H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fill) < 0) goto done;
     ds = H5Dcreate2(pd, "temperature", is_float ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, sp, H5P_DEFAULT,
                     dcpl, H5P_DEFAULT);
-    if (ds < 0) goto h5fail;
+done:
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (sp >= 0) H5Sclose(sp);
+    if (pd >= 0) H5Gclose(pd);
+    if (g >= 0) H5Gclose(g);
+    return ds;
+}
+
+int heat_file_write(const char *path, const heat_file_meta *m, const void *field, int compress,
+                    heat_error *err)
+{
+    heat_io_h5_quiet();
+    char tmp[HEAT_PATH_MAX + HEAT_NAME_MAX + 128];
+    heat_file_tmp_path(tmp, sizeof tmp, path);
+    hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+    const char *doing = "creating it";
+    const int is_float = m->precision == HEAT_FLOAT;
+    int rc = HEAT_OK;
+    unlink(tmp); /* a leftover of a run that was killed */
+
+    if ((fapl = heat_h5_file_access()) < 0) goto h5fail;
+    if ((fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) goto h5fail;
+    if ((ds = heat_h5_create_layout(fid, m, compress, &doing)) < 0) goto h5fail;
     doing = "writing the field";
     if (H5Dwrite(ds, is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                  field) < 0)
         goto h5fail;
-    if (injected_failure()) {
+    if (heat_h5_injected_failure()) {
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "cannot write %s: injected failure (HEAT_TEST_FAIL_WRITE=%s) after "
                             "writing part of %s",
@@ -338,10 +356,6 @@ int heat_file_write(const char *path, const heat_file_meta *m, const void *field
     }
     doing = "closing it";
     H5Dclose(ds), ds = H5I_INVALID_HID;
-    H5Pclose(dcpl), dcpl = H5I_INVALID_HID;
-    H5Sclose(sp), sp = H5I_INVALID_HID;
-    H5Gclose(pd), pd = H5I_INVALID_HID;
-    H5Gclose(g), g = H5I_INVALID_HID;
     /* Closing writes the last metadata: a full disk shows up here too. */
     herr_t closed = H5Fclose(fid);
     fid = H5I_INVALID_HID;
@@ -356,10 +370,6 @@ h5fail : {
 }
 cleanup:
     if (ds >= 0) H5Dclose(ds);
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (sp >= 0) H5Sclose(sp);
-    if (pd >= 0) H5Gclose(pd);
-    if (g >= 0) H5Gclose(g);
     if (fid >= 0) H5Fclose(fid);
     if (fapl >= 0) H5Pclose(fapl);
     H5Eclear2(H5E_DEFAULT);
@@ -668,7 +678,7 @@ out:
  * it cannot find as fill values without complaint: so each chunk is looked
  * up by its coordinates before the read, and one that is missing, or not
  * filtered as written, is damage. */
-static int chunks_complete(hid_t ds, char *what, size_t n)
+int heat_h5_chunks_complete(hid_t ds, char *what, size_t n)
 {
     hid_t dcpl = H5Dget_create_plist(ds), sp = H5Dget_space(ds);
     hsize_t chunk[3] = {1, 1, 1}, dims[3] = {1, 1, 1};
@@ -707,7 +717,7 @@ static int chunks_complete(hid_t ds, char *what, size_t n)
 }
 
 /* The index of the first NaN or Inf of n values of precision `p`, or -1. */
-static int64_t first_nonfinite(const void *field, int64_t n, heat_precision p)
+int64_t heat_h5_first_nonfinite(const void *field, int64_t n, heat_precision p)
 {
     int64_t first = n;
     if (p == HEAT_FLOAT) {
@@ -736,7 +746,7 @@ int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precisi
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "corrupt: the field is no longer of %lld x %lld x %lld points",
                             (long long)m->n[0], (long long)m->n[1], (long long)m->n[2]);
-    } else if (ds >= 0 && !chunks_complete(ds, what, sizeof what)) {
+    } else if (ds >= 0 && !heat_h5_chunks_complete(ds, what, sizeof what)) {
         rc = heat_error_set(err, HEAT_ERUNTIME, "corrupt: %s", what);
     } else if (ds < 0 || H5Dread(ds, as == HEAT_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE,
                                  H5S_ALL, H5S_ALL, H5P_DEFAULT, field) < 0) {
@@ -752,7 +762,7 @@ int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precisi
     if (fid >= 0) H5Fclose(fid);
     if (fapl >= 0) H5Pclose(fapl);
     H5Eclear2(H5E_DEFAULT);
-    const int64_t bad = rc ? -1 : first_nonfinite(field, m->n[0] * m->n[1] * m->n[2], as);
+    const int64_t bad = rc ? -1 : heat_h5_first_nonfinite(field, m->n[0] * m->n[1] * m->n[2], as);
     if (bad >= 0)
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "corrupt: the field holds NaN or Inf (first at value %lld), which no "

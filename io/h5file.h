@@ -53,6 +53,10 @@ typedef struct heat_file_meta {
  * into place: `<path>.<pid>.tmp`, unique per process. */
 void heat_file_tmp_path(char *buf, size_t n, const char *path);
 
+/* The same name for the process `pid` (the ranks of a run writing one file
+ * together all use rank 0's). */
+void heat_file_tmp_path_of(char *buf, size_t n, const char *path, long pid);
+
 /* Fills `m` from a derived case for a file of `kind` at `step`; `deck` is
  * borrowed (NULL: none). */
 void heat_file_meta_from_case(heat_file_meta *m, const heat_case *c, heat_file_kind kind,

@@ -62,7 +62,12 @@ int heat_io_commit(const char *tmp, const char *path, heat_error *err)
 
 void heat_file_tmp_path(char *buf, size_t n, const char *path)
 {
-    snprintf(buf, n, "%s.%ld.tmp", path, (long)getpid());
+    heat_file_tmp_path_of(buf, n, path, (long)getpid());
+}
+
+void heat_file_tmp_path_of(char *buf, size_t n, const char *path, long pid)
+{
+    snprintf(buf, n, "%s.%ld.tmp", path, pid);
 }
 
 int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem)

@@ -50,11 +50,30 @@ struct heat_output {
     heat_error error; /* the writer's first failure */
     int64_t snapshots, checkpoints;
     int index_written;
+    int follower; /* a rank other than 0 of a distributed run: field files only */
 };
 
 static void notify(heat_output *o, const char *path, heat_file_kind kind, int64_t step)
 {
     if (o->opt.on_file) o->opt.on_file(o->opt.on_file_ctx, path, kind, step);
+}
+
+/* One field file: by this process alone, or by all ranks together. */
+static int write_field(heat_output *o, const char *path, const heat_file_meta *m, const void *field,
+                       heat_error *err)
+{
+    const int compress = o->c->output.compress;
+    if (o->opt.dist) return heat_h5dist_write(o->opt.dist, path, m, field, compress, err);
+    return heat_file_write(path, m, field, compress, err);
+}
+
+/* The index after a snapshot: rank 0's, and its outcome agreed by all
+ * ranks (a failure must stop every rank's writer alike). */
+static int add_to_index(heat_output *o, const job *j, heat_error *err)
+{
+    int rc = o->follower ? HEAT_OK : heat_index_add(&o->index, j->step, j->time, err);
+    if (o->opt.dist) rc = heat_h5dist_agree(o->opt.dist, rc, err);
+    return rc;
 }
 
 static int write_job(heat_output *o, const job *j, const void *field, heat_error *err)
@@ -66,25 +85,26 @@ static int write_job(heat_output *o, const job *j, const void *field, heat_error
     if (j->kinds & HEAT_OUTPUT_SNAPSHOT) {
         heat_output_snapshot_path(path, sizeof path, o->dir, c->name, j->step);
         heat_file_meta_from_case(&m, c, HEAT_FILE_SNAPSHOT, j->step, j->time, o->deck);
-        if ((rc = heat_file_write(path, &m, field, c->output.compress, err))) return rc;
+        if ((rc = write_field(o, path, &m, field, err))) return rc;
         pthread_mutex_lock(&o->mu);
         o->snapshots++;
         pthread_mutex_unlock(&o->mu);
         notify(o, path, HEAT_FILE_SNAPSHOT, j->step);
-        if ((rc = heat_index_add(&o->index, j->step, j->time, err))) return rc;
+        if ((rc = add_to_index(o, j, err))) return rc;
         pthread_mutex_lock(&o->mu);
-        o->index_written = 1;
+        o->index_written = !o->follower;
         pthread_mutex_unlock(&o->mu);
     }
     if (j->kinds & HEAT_OUTPUT_CHECKPOINT) {
         heat_output_checkpoint_path(path, sizeof path, o->dir, c->name, j->step);
         heat_file_meta_from_case(&m, c, HEAT_FILE_CHECKPOINT, j->step, j->time, o->deck);
-        if ((rc = heat_file_write(path, &m, field, c->output.compress, err))) return rc;
+        if ((rc = write_field(o, path, &m, field, err))) return rc;
         pthread_mutex_lock(&o->mu);
         o->checkpoints++;
         pthread_mutex_unlock(&o->mu);
         notify(o, path, HEAT_FILE_CHECKPOINT, j->step);
-        heat_outdir_rotate(o->dir, c->name, c->output.keep_checkpoints, o->opt.notices);
+        if (!o->follower)
+            heat_outdir_rotate(o->dir, c->name, c->output.keep_checkpoints, o->opt.notices);
     }
     return HEAT_OK;
 }
@@ -189,8 +209,11 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
                      heat_error *err)
 {
     *out = NULL;
-    int lock_fd;
-    int rc = prepare_dir(c->output.dir, opt->mode, opt->notices, &lock_fd, err);
+    /* Under MPI rank 0 owns the directory (its lock, history, index). */
+    const int follower = opt->dist && heat_h5dist_rank(opt->dist) != 0;
+    int lock_fd = -1;
+    int rc =
+        follower ? HEAT_OK : prepare_dir(c->output.dir, opt->mode, opt->notices, &lock_fd, err);
     heat_output *o = rc ? NULL : calloc(1, sizeof *o);
     if (!o) {
         heat_outdir_unlock(lock_fd);
@@ -199,13 +222,15 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
     o->lock_fd = lock_fd;
     o->c = c;
     o->opt = *opt;
+    o->follower = follower;
     if (!o->opt.alloc.alloc || !o->opt.alloc.free) {
         o->opt.alloc.alloc = default_alloc;
         o->opt.alloc.free = default_free;
         o->opt.alloc.ctx = NULL;
     }
     o->nbuf = opt->buffers > 0 ? (opt->buffers < MAX_BUFFERS ? opt->buffers : MAX_BUFFERS) : 2;
-    o->field_bytes = (size_t)c->d.points * heat_case_value_size(c);
+    o->field_bytes =
+        (size_t)(opt->dist ? opt->field_points : c->d.points) * heat_case_value_size(c);
     o->deck = strdup(opt->deck_text ? opt->deck_text : "");
     pthread_mutex_init(&o->mu, NULL);
     pthread_cond_init(&o->work, NULL);
@@ -216,14 +241,15 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
     const int resume = opt->mode == HEAT_OUTPUT_CONTINUE;
     if (!o->deck)
         rc = heat_error_set(err, HEAT_ERUNTIME, "out of memory");
-    else if (resume)
+    else if (resume && !follower)
         rc = heat_index_resume(&o->index, o->dir, opt->start_step, opt->notices, err);
-    if (!rc) rc = heat_history_open(o->history_path, resume, opt->start_step, &o->history, err);
+    if (!rc && !follower)
+        rc = heat_history_open(o->history_path, resume, opt->start_step, &o->history, err);
     /* A run killed between writing a checkpoint and removing the oldest
      * leaves one too many: the kept number holds from the start. */
-    if (!rc && resume)
+    if (!rc && resume && !follower)
         heat_outdir_rotate(o->dir, c->name, c->output.keep_checkpoints, opt->notices);
-    if (!rc) rc = start_writer(o, err);
+    if (!rc && !opt->inline_writes) rc = start_writer(o, err);
     if (rc) {
         heat_output_close(o);
         return rc;
@@ -260,7 +286,7 @@ int heat_output_history(heat_output *o, int64_t step, double time, double residu
                         heat_error *err)
 {
     int rc = report_failure(o, err);
-    if (rc) return rc;
+    if (rc || o->follower) return rc;
     if (isnan(residual))
         fprintf(o->history, "%lld,%.17g,,%.6f\n", (long long)step, time, wall);
     else
@@ -339,6 +365,19 @@ int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, 
         return HEAT_ERUNTIME;
     }
     job j = {i, step, time, kinds};
+    if (o->opt.inline_writes) {
+        /* No writer thread: written here and now, then the buffer is free. */
+        pthread_mutex_unlock(&o->mu);
+        heat_error e;
+        heat_error_clear(&e);
+        int rc = write_job(o, &j, buffer, &e);
+        pthread_mutex_lock(&o->mu);
+        o->state[i] = SLOT_FREE;
+        if (rc) record_failure(o, &e);
+        pthread_cond_broadcast(&o->done);
+        pthread_mutex_unlock(&o->mu);
+        return report_failure(o, err);
+    }
     o->state[i] = SLOT_QUEUED;
     o->queue[(o->qhead + o->qlen) % MAX_BUFFERS] = j;
     o->qlen++;

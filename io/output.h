@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "h5file.h"
+#include "h5part.h"
 #include "heat_case.h"
 #include "heat_error.h"
 
@@ -62,6 +63,16 @@ typedef struct heat_output_options {
      * place under its final name, in the order written. */
     void (*on_file)(void *ctx, const char *path, heat_file_kind kind, int64_t step);
     void *on_file_ctx;
+    /* A distributed run: the ranks' writer (h5part.h), NULL for one process.
+     * Every rank opens an output; the buffers then hold the rank's box of
+     * field_points values, and each field file is written by all ranks
+     * together (collective: every rank submits the same steps). Rank 0 alone
+     * owns the directory, history.csv and the index; on the other ranks
+     * check_dir and history are no-ops. */
+    heat_h5dist *dist;
+    int64_t field_points;
+    /* Write in the caller's thread, at submit (an MPI without thread support). */
+    int inline_writes;
 } heat_output_options;
 
 /* Checks whether `dir` may be used without creating anything: HEAT_EINPUT

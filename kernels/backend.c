@@ -2,8 +2,10 @@
  * then every call through the backend's table of operations. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend_impl.h"
+#include "cpu_internal.h"
 
 #ifdef HEAT_HAVE_CUDA
 #include "cuda_backend.h"
@@ -64,6 +66,76 @@ int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, h
         return create_cpu(c, notices, out, err);
     }
     }
+}
+
+/* The same on a rank's part, where the depth still counts: halos of k layers,
+ * exchanged once per k steps. */
+static void notice_part_unfused(const heat_case *c, const char *who, FILE *notices)
+{
+    if (notices && c->solver.temporal_block > 1)
+        fprintf(notices,
+                "notice: solver.temporal_block = %d: %s runs the steps one at a time; the ranks "
+                "exchange halos %d layers deep once per %d steps; results are the same\n",
+                c->solver.temporal_block, who, c->solver.temporal_block, c->solver.temporal_block);
+}
+
+/* Under "auto" on a part: the GPU only when every rank has a usable one. */
+static int part_wants_gpu(const heat_case *c, const heat_halo_comm *comm, FILE *notices)
+{
+    if (c->solver.backend == HEAT_BACKEND_CPU) return 0;
+#ifdef HEAT_HAVE_CUDA
+    /* One GPU per rank of a node, chosen before CUDA makes a context. */
+    heat_cuda_select_device(comm->node_rank);
+#endif
+    if (c->solver.backend == HEAT_BACKEND_CUDA) return 1;
+    char why[256];
+    int usable = heat_backend_gpu_usable(why, sizeof why);
+    int all = comm->all_ok(comm->ctx, usable);
+    if (!all && heat_backend_has_gpu_build() && notices) {
+        if (usable)
+            fprintf(notices, "notice: not every rank has a usable GPU: running on the CPU\n");
+        else
+            fprintf(notices, "notice: no usable GPU (%s): running on the CPU\n", why);
+    }
+    return all;
+}
+
+int heat_backend_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                             FILE *notices, heat_backend **out, heat_error *err)
+{
+    *out = NULL;
+    int rc;
+    if (part_wants_gpu(c, comm, notices)) {
+#ifdef HEAT_HAVE_CUDA
+        rc = heat_cuda_part_create(c, part, comm, notices, out, err);
+        if (rc == HEAT_OK && c->solver.kernel != HEAT_KERNEL_FUSING) {
+            char who[64];
+            snprintf(who, sizeof who, "the cuda kernel %s", heat_kernel_name(c->solver.kernel));
+            notice_part_unfused(c, who, notices);
+        }
+        return rc;
+#else
+        rc = heat_error_set(err, HEAT_ERUNTIME,
+                            "solver.backend = \"cuda\": this heat was built without CUDA "
+                            "(see heat --version); use \"cpu\" or \"auto\"");
+        comm->all_ok(comm->ctx, 0);
+        return rc;
+#endif
+    }
+    if (c->parallel.transport == HEAT_TRANSPORT_NCCL) {
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "parallel.transport = \"nccl\" moves halos between GPUs, but this "
+                            "run is on the CPU: use \"auto\" or \"mpi\"");
+    } else {
+        rc = heat_cpu_part_create(c, part, comm, out, err);
+    }
+    if (!comm->all_ok(comm->ctx, rc == HEAT_OK) && rc == HEAT_OK) {
+        heat_backend_destroy(*out);
+        *out = NULL;
+        rc = heat_error_set(err, HEAT_ERUNTIME, "another rank could not create its backend");
+    }
+    if (rc == HEAT_OK) notice_part_unfused(c, "the cpu backend", notices);
+    return rc;
 }
 
 int heat_backend_upload(heat_backend *b, const void *host_field, heat_error *err)
@@ -132,6 +204,15 @@ int heat_backend_gpu_usable(char *why, size_t n)
 #endif
 }
 
+void heat_backend_select_gpu(int node_rank)
+{
+#ifdef HEAT_HAVE_CUDA
+    heat_cuda_select_device(node_rank);
+#else
+    (void)node_rank;
+#endif
+}
+
 void heat_backend_gpu_name(char *buf, size_t n)
 {
     if (n) buf[0] = '\0';
@@ -152,6 +233,19 @@ int heat_backend_bench_time(heat_backend *b, int steps, int runs, double *copy_m
 {
     if (!b->ops->bench_time) return not_offered(b, "bench timing", err);
     return b->ops->bench_time(b, steps, runs, copy_ms, steps_ms, err);
+}
+
+void heat_backend_halo_stats(const heat_backend *b, heat_halo_stats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    if (b && b->ops->halo_stats) b->ops->halo_stats(b, stats);
+}
+
+int heat_backend_bench_halo(heat_backend *b, int runs, double *pack_ms, double *transfer_ms,
+                            double *unpack_ms, heat_error *err)
+{
+    if (!b->ops->bench_halo) return not_offered(b, "halo exchange timing", err);
+    return b->ops->bench_halo(b, runs, pack_ms, transfer_ms, unpack_ms, err);
 }
 
 int heat_backend_poison_next(heat_backend *b, heat_error *err)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "halo.h"
 #include "heat_case.h"
 #include "heat_error.h"
 
@@ -26,6 +27,19 @@ typedef struct heat_backend heat_backend;
  * must outlive the backend. Allocates both time levels of the field; returns
  * HEAT_ERUNTIME naming the bytes needed when memory is short. */
 int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err);
+
+/* As heat_backend_create, for one rank's part of a grid split over ranks
+ * (part->size > 1): the backend holds the part's box with `part->depth`
+ * ghost layers on each face that has a neighbour, and exchanges them through
+ * `comm` (or, for the CUDA backend with parallel.transport = "nccl" or
+ * "auto", through NCCL). Collective: every rank of the run calls it, and
+ * gets the same status (the message may differ). "auto" takes the GPU only
+ * when every rank has a usable one. Each rank's GPU is chosen by its rank on
+ * its node; ranks that share a GPU work through host memory, with a notice.
+ * Upload and download then move the part's box (part->n[0] * n[1] * n[2]
+ * values, x fastest), and upload, advance and bench_halo are collective. */
+int heat_backend_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                             FILE *notices, heat_backend **out, heat_error *err);
 
 /* Copies a host field (nx*ny*nz values of the case's precision, x fastest,
  * Dirichlet faces already holding their values) to the backend. */
@@ -63,6 +77,11 @@ int heat_backend_has_gpu_build(void);
  * driver's message) into why[n] and returns 0. */
 int heat_backend_gpu_usable(char *why, size_t n);
 
+/* Makes the node_rank-th GPU of the node (modulo their number) the one this
+ * process uses, before anything else of CUDA runs: one GPU per rank. A
+ * no-op without CUDA. heat_backend_create_part does it itself. */
+void heat_backend_select_gpu(int node_rank);
+
 /* The name of the GPU the CUDA backend would use into buf[n] ("" when there
  * is none or the build has no CUDA). */
 void heat_backend_gpu_name(char *buf, size_t n);
@@ -77,6 +96,15 @@ void heat_backend_gpu_name(char *buf, size_t n);
  * milliseconds. The field is untouched apart from the steps. */
 int heat_backend_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
                             heat_error *err);
+
+/* What the halo exchange has cost so far (all zero for a whole grid). */
+void heat_backend_halo_stats(const heat_backend *b, heat_halo_stats *stats);
+
+/* For `heat bench` on a part: `runs` halo exchanges of the current field,
+ * each pack, transfer and unpack timed apart (one after the other, nothing
+ * hidden); the medians in milliseconds. Collective. */
+int heat_backend_bench_halo(heat_backend *b, int runs, double *pack_ms, double *transfer_ms,
+                            double *unpack_ms, heat_error *err);
 
 /* For tests: fills every node of the next time level that a sweep must write
  * (all but the Dirichlet faces) with NaN, so that a point a kernel skips

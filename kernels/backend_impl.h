@@ -20,6 +20,10 @@ typedef struct heat_backend_ops {
     int (*bench_time)(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
                       heat_error *err);
     int (*poison_next)(heat_backend *b, heat_error *err);
+    /* Parts of a distributed grid (NULL for a whole grid). */
+    void (*halo_stats)(const heat_backend *b, heat_halo_stats *stats);
+    int (*bench_halo)(heat_backend *b, int runs, double *pack_ms, double *transfer_ms,
+                      double *unpack_ms, heat_error *err);
 } heat_backend_ops;
 
 struct heat_backend {

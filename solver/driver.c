@@ -12,7 +12,9 @@
 #include "backend.h"
 #include "h5file.h"
 #include "initial.h"
+#include "h5part.h"
 #include "output.h"
+#include "parallel.h"
 #include "progress.h"
 #include "signals.h"
 
@@ -47,7 +49,25 @@ typedef struct run_state {
     double residual;
     double best_residual;   /* the lowest residual of a steady check so far */
     int64_t checks_no_best; /* steady checks since it was set */
+    /* A run over several ranks (NULL: one process). Every decision that
+     * changes what the ranks do next (stop, check, write, chunk size) is
+     * taken from values agreed by all of them. */
+    heat_par *par;
+    heat_part part;      /* this rank's box (the whole grid for one process) */
+    heat_h5dist *writer; /* the ranks' field-file writer */
 } run_state;
+
+/* Points of this rank's field: its box, or the whole grid. */
+static int64_t field_points(const run_state *s)
+{
+    return s->part.n[0] * s->part.n[1] * s->part.n[2];
+}
+
+/* Collective where the run has ranks: the agreed status and message. */
+static int agree(run_state *s, int rc, heat_error *err)
+{
+    return s->par ? heat_par_agree(s->par, rc, err) : rc;
+}
 
 /* ---- opening: a restart or the initial condition --------------------------- */
 
@@ -59,7 +79,8 @@ typedef struct restart_file {
 
 /* What a restart trusts beyond the checksums: a dt within the stability
  * limit of the file's grid and diffusivity (the deck's, once they match),
- * and a step the deck has not passed. */
+ * and a step the deck has not passed. (A field that holds NaN or Inf the
+ * readers refuse themselves.) */
 static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat_error *err)
 {
     if (m->dt > c->d.dt_max * (1 + 1e-12))
@@ -85,22 +106,29 @@ static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat
  * field into `field`. A deck that does not match is HEAT_EINPUT with
  * *mismatch set; a file that cannot be used (damaged, or past the deck's
  * end) is HEAT_EINPUT or HEAT_ERUNTIME. Every message starts with "PATH: ". */
-static int load_restart(const heat_case *c, const char *path, void *field, heat_file_meta *m,
+static int load_restart(const run_state *s, const char *path, void *field, heat_file_meta *m,
                         int *mismatch, heat_error *err)
 {
+    const heat_case *c = s->c;
     *mismatch = 0;
     int rc = heat_file_read_meta(path, m, err);
-    if (!rc && (rc = heat_file_check_case(m, c, err))) *mismatch = 1;
-    if (!rc) rc = check_restart_state(c, m, err);
-    if (!rc) rc = heat_file_read_field(path, m, c->solver.precision, field, err);
-    const int64_t bad = rc ? -1 : heat_field_first_nonfinite(c, field);
-    if (bad >= 0) {
-        char node[96];
-        heat_node_text(c, bad, node, sizeof node);
-        rc = heat_error_set(err, HEAT_ERUNTIME,
-                            "corrupt: the field holds NaN or Inf (first at node %s), which no "
-                            "checkpoint of a run holds",
-                            node);
+    if (!rc) {
+        if ((rc = heat_file_check_case(m, c, err)))
+            *mismatch = 1;
+        else if ((rc = check_restart_state(c, m, err)))
+            ;
+        else if (s->par)
+            rc =
+                heat_file_read_box(path, m, c->solver.precision, s->part.lo, s->part.n, field, err);
+        else
+            rc = heat_file_read_field(path, m, c->solver.precision, field, err);
+    }
+    /* Every rank read the same metadata; the boxes may differ in fortune. */
+    if (s->par) {
+        double mm = *mismatch;
+        rc = heat_par_agree(s->par, rc, err);
+        heat_par_max(s->par, &mm, 1);
+        *mismatch = rc && mm > 0;
     }
     if (rc) {
         heat_error_prefix(err, "%s: ", path);
@@ -109,14 +137,36 @@ static int load_restart(const heat_case *c, const char *path, void *field, heat_
     return rc;
 }
 
+/* The checkpoints of the case in output.dir, newest first: rank 0 looks,
+ * and every rank takes its list. */
+static int list_checkpoints(const run_state *s, int64_t **steps, size_t *n, heat_error *err)
+{
+    const heat_case *c = s->c;
+    int rc = heat_par_rank(s->par) == 0
+                 ? heat_output_list_checkpoints(c->output.dir, c->name, steps, n, err)
+                 : HEAT_OK;
+    if (!s->par) return rc;
+    if ((rc = heat_par_agree(s->par, rc, err))) return rc;
+    double count = (double)*n;
+    heat_par_bcast(s->par, &count, sizeof count);
+    if (heat_par_rank(s->par) != 0) {
+        *n = (size_t)count;
+        *steps = *n ? malloc(*n * sizeof **steps) : NULL;
+        if (*n && !*steps) heat_par_abort(s->par, 1, "out of memory");
+    }
+    if (*n) heat_par_bcast(s->par, *steps, *n * sizeof **steps);
+    return HEAT_OK;
+}
+
 /* --restart latest: the newest intact checkpoint of the case, falling back
  * to older ones (saying so) when damaged; none at all: the initial field. */
-static int restart_latest(const heat_case *c, const heat_run_options *opt, void *field,
-                          restart_file *r, heat_error *err)
+static int restart_latest(const run_state *s, void *field, restart_file *r, heat_error *err)
 {
-    int64_t *steps;
-    size_t n;
-    int rc = heat_output_list_checkpoints(c->output.dir, c->name, &steps, &n, err);
+    const heat_case *c = s->c;
+    const heat_run_options *opt = s->opt;
+    int64_t *steps = NULL;
+    size_t n = 0;
+    int rc = list_checkpoints(s, &steps, &n, err);
     if (rc) return rc;
     if (n == 0) {
         if (opt->notices)
@@ -131,7 +181,7 @@ static int restart_latest(const heat_case *c, const heat_run_options *opt, void 
     int mismatch = 0;
     for (size_t i = 0; i < n && !r->have && !mismatch; i++) {
         heat_output_checkpoint_path(r->path, sizeof r->path, c->output.dir, c->name, steps[i]);
-        rc = load_restart(c, r->path, field, &r->meta, &mismatch, err);
+        rc = load_restart(s, r->path, field, &r->meta, &mismatch, err);
         r->have = rc == HEAT_OK;
         if (rc && !mismatch) {
             /* Damaged or past the end: say so and fall back to the next older one. */
@@ -178,11 +228,11 @@ static int start_field(run_state *s, void *field, restart_file *r, heat_error *e
     int rc = HEAT_OK;
     memset(r, 0, sizeof *r);
     if (opt->restart && strcmp(opt->restart, "latest") == 0) {
-        rc = restart_latest(c, opt, field, r, err);
+        rc = restart_latest(s, field, r, err);
     } else if (opt->restart) {
         int mismatch;
         snprintf(r->path, sizeof r->path, "%s", opt->restart);
-        rc = load_restart(c, r->path, field, &r->meta, &mismatch, err);
+        rc = load_restart(s, r->path, field, &r->meta, &mismatch, err);
         r->have = rc == HEAT_OK;
         if (rc) heat_error_prefix(err, "--restart ");
     }
@@ -192,25 +242,30 @@ static int start_field(run_state *s, void *field, restart_file *r, heat_error *e
         return adopt_restart_dt(c, r, opt->notices, err);
     }
     s->step = 0;
-    return heat_initial_fill_with_notices(c, field, opt->notices, err);
+    rc = heat_initial_fill_box(c, s->part.lo, s->part.n, field, opt->notices, err);
+    return agree(s, rc, err);
 }
 
 /* A steady tolerance below what the precision resolves at the start field's
- * values is said before the run: it may stall instead of stopping. */
-static void notice_floor(const heat_case *c, const void *field, FILE *notices)
+ * values is said before the run: it may stall instead of stopping. The
+ * largest |u| is agreed over the ranks, so that rank 0 says it for all. */
+static void notice_floor(const run_state *s, const void *field)
 {
-    if (!notices || !c->steady.enabled) return;
-    const double umax = heat_field_max_abs(c, field);
+    const heat_case *c = s->c;
+    if (!c->steady.enabled) return;
+    double umax = heat_field_max_abs(c, field, field_points(s));
+    heat_par_max(s->par, &umax, 1);
     const double floor = heat_case_residual_floor(c, umax);
-    if (c->steady.tolerance < floor)
-        fprintf(notices,
+    if (s->opt->notices && c->steady.tolerance < floor)
+        fprintf(s->opt->notices,
                 "notice: steady.tolerance = %.3g lies below what %s resolves here: rounding "
                 "alone leaves max |du/dt| near eps |u|max / dt = %.3g (|u|max = %.3g, dt = "
                 "%.3g); the residual may stall above the tolerance, and then the run stops "
                 "after steady.stall_checks = %lld checks without a new low (exit status 3). "
-                "Use double precision or a tolerance of at least %.2g\n",
+                "%s a tolerance of at least %.2g\n",
                 c->steady.tolerance, heat_precision_name(c->solver.precision), floor, umax, c->d.dt,
-                (long long)c->steady.stall_checks, floor);
+                (long long)c->steady.stall_checks,
+                c->solver.precision == HEAT_FLOAT ? "Use double precision or" : "Use", floor);
 }
 
 static void *backend_host_alloc(size_t bytes, void *ctx)
@@ -223,11 +278,52 @@ static void backend_host_free(void *p, void *ctx)
     heat_backend_host_free(ctx, p);
 }
 
+/* The backend holding the field: the whole grid, or this rank's part with
+ * its halos moved over MPI (collective). */
+static int create_backend(run_state *s, heat_error *err)
+{
+    if (!s->par) return heat_backend_create(s->c, s->opt->notices, &s->b, err);
+    heat_halo_comm hc;
+    heat_par_halo_comm(s->par, &hc);
+    int rc = heat_backend_create_part(s->c, &s->part, &hc, s->opt->notices, &s->b, err);
+    return agree(s, rc, err);
+}
+
+/* Work that every rank must finish for its neighbours not to wait forever:
+ * a rank that fails in it cannot take part in the next agreement, and ends
+ * the run (MPI_Abort) after saying why. */
+static int collective_or_abort(run_state *s, int rc, heat_error *err)
+{
+    if (rc && s->par) heat_par_abort(s->par, 1, err->msg);
+    return rc;
+}
+
+/* The field files' writer and the output directory (rank 0's). */
+static int open_output(run_state *s, const char *deck_text, heat_output_mode mode, heat_error *err)
+{
+    /* The output buffers are the backend's host memory: page-locked on
+     * the GPU, so that the copies for outputs run at full speed. */
+    heat_output_options oo = {.mode = mode,
+                              .start_step = s->step,
+                              .deck_text = deck_text,
+                              .alloc = {backend_host_alloc, backend_host_free, s->b},
+                              .notices = s->opt->notices};
+    int rc = HEAT_OK;
+    if (s->par) {
+        rc = agree(s, heat_par_writer(s->par, s->c, &s->part, &s->writer, err), err);
+        oo.dist = s->writer;
+        oo.field_points = field_points(s);
+        oo.inline_writes = !heat_par_threads(s->par);
+    }
+    if (!rc) rc = agree(s, heat_output_open(s->c, &oo, &s->out, err), err);
+    return rc;
+}
+
 /* The starting field, the backend holding it, and the output directory. */
 static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, heat_error *err)
 {
     const heat_case *c = s->c;
-    const size_t bytes = (size_t)c->d.points * heat_case_value_size(c);
+    const size_t bytes = (size_t)field_points(s) * heat_case_value_size(c);
     void *field = malloc(bytes);
     restart_file r;
     memset(&r, 0, sizeof r);
@@ -235,28 +331,24 @@ static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, 
         field ? HEAT_OK
               : heat_error_set(err, HEAT_ERUNTIME, "cannot allocate %.3g GB for the initial field",
                                (double)bytes / 1e9);
+    rc = agree(s, rc, err);
     if (!rc) rc = start_field(s, field, &r, err);
-    if (!rc) notice_floor(c, field, s->opt->notices);
-    if (!rc) rc = heat_backend_create(c, s->opt->notices, &s->b, err);
-    if (!rc) rc = heat_backend_upload(s->b, field, err);
+    if (!rc) notice_floor(s, field);
+    if (!rc) rc = create_backend(s, err);
+    if (!rc) rc = collective_or_abort(s, heat_backend_upload(s->b, field, err), err);
     free(field);
-    if (!rc) {
-        /* The output buffers are the backend's host memory: page-locked on
-         * the GPU, so that the copies for outputs run at full speed. */
-        heat_output_options oo = {.mode = mode,
-                                  .start_step = s->step,
-                                  .deck_text = deck_text,
-                                  .alloc = {backend_host_alloc, backend_host_free, s->b},
-                                  .notices = s->opt->notices};
-        rc = heat_output_open(c, &oo, &s->out, err);
-    }
+    if (!rc) rc = open_output(s, deck_text, mode, err);
     /* The file restarted from is where it was; no need to write it again
      * when it is one of this run's checkpoints. */
     if (!rc && r.have && r.meta.kind == HEAT_FILE_CHECKPOINT) s->last_checkpoint = s->step;
     if (!rc && !s->opt->quiet) {
-        fprintf(s->opt->out, "heat: %s: %lld x %lld x %lld points, dt %.6g, on %s\n", c->name,
+        fprintf(s->opt->out, "heat: %s: %lld x %lld x %lld points, dt %.6g, on %s", c->name,
                 (long long)c->grid.n[0], (long long)c->grid.n[1], (long long)c->grid.n[2], c->d.dt,
                 heat_backend_describe(s->b));
+        if (s->par)
+            fprintf(s->opt->out, ", %d ranks (%d x %d x %d)", s->part.size, s->part.ranks[0],
+                    s->part.ranks[1], s->part.ranks[2]);
+        fprintf(s->opt->out, "\n");
         if (r.have)
             fprintf(s->opt->out, "heat: continuing from %s at step %lld, t = %.9g\n", r.path,
                     (long long)s->step, r.meta.time);
@@ -291,34 +383,49 @@ static int64_t next_due_step(const run_state *s)
     return due;
 }
 
-/* Advances toward `due` by one chunk (at most chunk_max steps, which adapts
- * so that a call takes about 0.05 to 0.2 s), with the residual when the
- * chunk ends on a check step. Sets *check and *wall (the loop's seconds). */
-static int run_chunk(run_state *s, int64_t due, int *check, double *wall, heat_error *err)
+/* The chunk size for the next call, from how long this one took: about
+ * 0.05 to 0.2 s of work per call. */
+static void adapt_chunk(run_state *s, int64_t chunk, double seconds)
+{
+    const int64_t kblock = s->c->solver.temporal_block;
+    if (seconds < 0.05 && chunk == s->chunk_max && s->chunk_max < (INT64_C(1) << 40))
+        s->chunk_max = 2 * s->chunk_max;
+    else if (seconds > 0.2 && s->chunk_max > kblock)
+        s->chunk_max = (s->chunk_max / 2 + kblock - 1) / kblock * kblock;
+}
+
+/* Advances toward `due` by one chunk (at most chunk_max steps), with the
+ * residual when the chunk ends on a check step. Sets *check and *wall (the
+ * loop's seconds). With ranks: the residual (a max, exact in any order), the
+ * chunk's and the loop's seconds (the slowest rank's) and a signal caught by
+ * any rank are agreed, so that every rank takes the same next step. */
+static int run_chunk(run_state *s, int64_t due, int *check, double *wall, int *signal,
+                     heat_error *err)
 {
     const heat_case *c = s->c;
-    const int64_t kblock = c->solver.temporal_block;
     int64_t chunk = due - s->step;
     if (chunk > s->chunk_max) chunk = s->chunk_max;
     const int64_t next = s->step + chunk;
     *check = next % c->d.check_every == 0 || next == c->d.stop_step;
     const double a0 = heat_wall_seconds();
     int rc = heat_backend_advance(s->b, chunk, *check ? &s->residual : NULL, err);
-    if (rc) return rc;
+    if (collective_or_abort(s, rc, err)) return rc;
     const double a1 = heat_wall_seconds();
     s->step = next;
-    if (a1 - a0 < 0.05 && chunk == s->chunk_max && s->chunk_max < (INT64_C(1) << 40))
-        s->chunk_max = 2 * s->chunk_max;
-    else if (a1 - a0 > 0.2 && s->chunk_max > kblock)
-        s->chunk_max = (s->chunk_max / 2 + kblock - 1) / kblock * kblock;
-    *wall = a1 - s->t0;
+    double v[4] = {a1 - a0, a1 - s->t0, *check ? s->residual : 0, heat_signals_caught()};
+    heat_par_max(s->par, v, 4);
+    if (*check) s->residual = v[2];
+    *signal = (int)v[3];
+    adapt_chunk(s, chunk, v[0]);
+    *wall = v[1];
     return HEAT_OK;
 }
 
 /* A steady check that misses the tolerance: the residual of forward Euler
  * with r <= 1/2 never grows (max |du/dt| is contracted by each step), so a
  * residual that sets no new low for steady.stall_checks checks has hit what
- * the precision can resolve. Returns 1 then. */
+ * the precision can resolve. Returns 1 then. (The residual is agreed over
+ * the ranks, so every rank decides alike.) */
 static int stalled(run_state *s)
 {
     if (s->residual < s->best_residual) {
@@ -346,7 +453,7 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
                               (long long)s->step, t);
     int rc = heat_output_history(s->out, s->step, t, s->residual, wall, err);
     *stop = -1;
-    if (!rc && c->steady.enabled && s->step % c->steady.check_every == 0) {
+    if (c->steady.enabled && s->step % c->steady.check_every == 0) {
         if (s->residual <= c->steady.tolerance)
             *stop = HEAT_STOP_STEADY;
         else if (stalled(s))
@@ -356,39 +463,40 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
 }
 
 /* Hands the field at s->step to the writer as what of `kinds` has not been
- * written at this step yet: one download for a snapshot and a checkpoint. */
-static int write_fields(run_state *s, int kinds, heat_error *err)
+ * written at this step yet: one download for a snapshot and a checkpoint.
+ * With ranks every rank submits the same files or none (each file is
+ * written by all of them together). `now`: the loop's clock. */
+static int write_fields(run_state *s, int kinds, double now, heat_error *err)
 {
     if (s->last_snapshot == s->step) kinds &= ~HEAT_OUTPUT_SNAPSHOT;
     if (s->last_checkpoint == s->step) kinds &= ~HEAT_OUTPUT_CHECKPOINT;
     if (!kinds) return HEAT_OK;
-    void *buf;
-    int rc;
-    if ((rc = heat_output_acquire(s->out, &buf, err))) return rc;
-    rc = heat_backend_download(s->b, buf, err);
+    void *buf = NULL;
+    int rc = heat_output_acquire(s->out, &buf, err);
+    if (!rc) rc = heat_backend_download(s->b, buf, err);
     /* A field that blew up between checks is never written. */
-    const int64_t bad = rc ? -1 : heat_field_first_nonfinite(s->c, buf);
+    const int64_t bad = rc ? -1 : heat_field_first_nonfinite(s->c, buf, field_points(s));
     if (bad >= 0) {
         char node[96];
-        heat_node_text(s->c, bad, node, sizeof node);
+        heat_node_text(s->part.lo, s->part.n, bad, node, sizeof node);
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "the field is no longer finite at step %lld (t = %.9g): NaN or Inf at "
                             "node %s; no file of it is written. Look at the initial and boundary "
                             "values, or use a smaller time.dt",
                             (long long)s->step, heat_case_time(s->c, s->step), node);
     }
-    if (rc) {
-        heat_output_release(s->out, buf);
-        return rc;
+    if (agree(s, rc, err)) {
+        if (buf) heat_output_release(s->out, buf);
+        return err->code;
     }
     rc = heat_output_submit(s->out, buf, s->step, heat_case_time(s->c, s->step), kinds, err);
-    if (rc) return rc;
+    if (rc) return agree(s, rc, err);
     if (kinds & HEAT_OUTPUT_SNAPSHOT) s->last_snapshot = s->step;
     if (kinds & HEAT_OUTPUT_CHECKPOINT) {
         s->last_checkpoint = s->step;
-        s->last_checkpoint_wall = heat_wall_seconds();
+        s->last_checkpoint_wall = now;
     }
-    return HEAT_OK;
+    return agree(s, HEAT_OK, err);
 }
 
 /* The snapshot and checkpoint due at s->step (by step count or wall time). */
@@ -401,7 +509,7 @@ static int write_due_outputs(run_state *s, double now, heat_error *err)
         kinds |= HEAT_OUTPUT_CHECKPOINT;
     if (c->output.checkpoint_wall > 0 && now - s->last_checkpoint_wall >= c->output.checkpoint_wall)
         kinds |= HEAT_OUTPUT_CHECKPOINT;
-    return kinds ? write_fields(s, kinds, err) : HEAT_OK;
+    return kinds ? write_fields(s, kinds, now, err) : HEAT_OK;
 }
 
 static heat_stop_reason stop_reason_at(const heat_case *c, int64_t step)
@@ -418,22 +526,26 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
         res->reason = stop_reason_at(c, s->step);
         return HEAT_OK;
     }
-    if (heat_signals_caught()) { /* before the first step: stop where the run starts */
+    double early = heat_signals_caught(); /* before the first step: stop where the run starts */
+    heat_par_max(s->par, &early, 1);
+    if (early) {
         res->reason = HEAT_STOP_SIGNAL;
-        res->signal = heat_signals_caught();
+        res->signal = (int)early;
         return HEAT_OK;
     }
     for (;;) {
-        int check, stopped = 0, rc, why = -1;
+        int check, stopped = 0, signal = 0, rc = HEAT_OK, why = -1;
         double wall;
-        if ((rc = run_chunk(s, next_due_step(s), &check, &wall, err))) return rc;
-        if (check && (rc = check_step(s, wall, res, &why, err))) return rc;
+        if ((rc = run_chunk(s, next_due_step(s), &check, &wall, &signal, err))) return rc;
+        if (check) rc = check_step(s, wall, res, &why, err);
+        /* history.csv is rank 0's: its failure stops every rank. */
+        if ((rc = agree(s, rc, err))) return rc;
         if (why >= 0) {
             res->reason = (heat_stop_reason)why;
             stopped = 1;
-        } else if (heat_signals_caught()) {
+        } else if (signal) {
             res->reason = HEAT_STOP_SIGNAL;
-            res->signal = heat_signals_caught();
+            res->signal = signal;
             stopped = 1;
         } else if (stop >= 0 && s->step >= stop) {
             res->reason = stop_reason_at(c, s->step);
@@ -446,6 +558,27 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
         if (stopped) return HEAT_OK;
         if ((rc = write_due_outputs(s, s->t0 + wall, err))) return rc;
     }
+}
+
+/* With ranks: the split, the transport and the halo exchange's cost (the
+ * slowest rank's), agreed. */
+static void halo_figures(run_state *s, heat_run_result *res)
+{
+    if (!s->par) return;
+    heat_halo_stats st;
+    heat_backend_halo_stats(s->b, &st);
+    double v[5] = {st.exposed, st.pack, st.transfer, st.unpack, (double)st.exchanges};
+    heat_par_max(s->par, v, 5);
+    res->ranks = s->part.size;
+    memcpy(res->split, s->part.ranks, sizeof res->split);
+    res->halo_depth = s->part.depth;
+    res->halo_exposed = v[0];
+    res->halo_pack = v[1];
+    res->halo_transfer = v[2];
+    res->halo_unpack = v[3];
+    res->halo_exchanges = (int64_t)v[4];
+    snprintf(res->transport, sizeof res->transport, "%s", st.transport);
+    snprintf(res->writer, sizeof res->writer, "%s", heat_h5dist_method(s->writer));
 }
 
 /* The figures of the result and, unless quiet, the summary. */
@@ -471,6 +604,17 @@ static void summary(run_state *s, heat_run_result *res)
             res->final_time - heat_case_time(c, res->start_step), res->wall, res->glups, res->gbps);
     if (!isnan(res->last_residual))
         fprintf(out, "  last residual max|du/dt| = %.6e\n", res->last_residual);
+    if (res->ranks > 1) {
+        fprintf(out, "  ranks %d, split %d x %d x %d, halos %d deep over %s, files %s\n",
+                res->ranks, res->split[0], res->split[1], res->split[2], res->halo_depth,
+                res->transport, res->writer);
+        fprintf(out,
+                "  halo exchange: %lld exchanges; not hidden by compute %.3f s = %.1f%% of the "
+                "loop (slowest rank; pack %.3f s, transfer %.3f s, unpack %.3f s)\n",
+                (long long)res->halo_exchanges, res->halo_exposed,
+                res->wall > 0 ? 100.0 * res->halo_exposed / res->wall : 0.0, res->halo_pack,
+                res->halo_transfer, res->halo_unpack);
+    }
     fprintf(out,
             "  files written: %lld in %s (history.csv, %s.xmf, %lld snapshot%s, %lld "
             "checkpoint%s)\n",
@@ -478,18 +622,40 @@ static void summary(run_state *s, heat_run_result *res)
             snaps == 1 ? "" : "s", (long long)ckpts, ckpts == 1 ? "" : "s");
 }
 
+/* This rank's part: the decomposition when the run has ranks (collective),
+ * else the whole grid. */
+static int decompose(run_state *s, heat_par *par, heat_error *err)
+{
+    int rc = HEAT_OK;
+    if (par) {
+        rc = heat_par_agree(par, heat_par_decompose(par, s->c, &s->part, err), err);
+        if (!rc && heat_par_size(par) > 1) s->par = par;
+    }
+    if (!rc && !s->par) {
+        memset(&s->part, 0, sizeof s->part);
+        for (int a = 0; a < 3; a++) s->part.n[a] = s->c->grid.n[a], s->part.ranks[a] = 1;
+        for (int f = 0; f < HEAT_NFACES; f++) s->part.peer[f] = -1;
+        s->part.size = s->part.depth = 1;
+    }
+    return rc;
+}
+
 int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_options *opt,
              heat_run_result *res, heat_error *err)
 {
     memset(res, 0, sizeof *res);
     res->last_residual = NAN;
+    res->ranks = 1;
     heat_error_clear(err);
     const heat_output_mode mode = opt->restart     ? HEAT_OUTPUT_CONTINUE
                                   : opt->overwrite ? HEAT_OUTPUT_OVERWRITE
                                                    : HEAT_OUTPUT_NEW;
-    /* Everything that can be refused is checked before anything is written. */
-    int rc = heat_output_check_dir(deck_case->output.dir, mode, err);
-    if (rc) return rc;
+    heat_par *par = heat_par_world();
+    /* Everything that can be refused is checked before anything is written
+     * (the directory by rank 0, for every rank). */
+    int rc =
+        heat_par_rank(par) == 0 ? heat_output_check_dir(deck_case->output.dir, mode, err) : HEAT_OK;
+    if ((rc = heat_par_agree(par, rc, err))) return rc;
     run_state s = {.opt = opt,
                    .last_snapshot = -1,
                    .last_checkpoint = -1,
@@ -498,13 +664,18 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
     if (!(s.c = malloc(sizeof *s.c))) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     *s.c = *deck_case;
     s.chunk_max = s.c->solver.temporal_block;
+    if ((rc = decompose(&s, par, err))) goto done;
     if ((rc = open_run(&s, deck_text, mode, err))) goto done;
 
     heat_signals_install();
     heat_progress_init(&s.progress, opt->out, opt->quiet);
+    /* mpirun gives rank 0 a terminal of its own even when its output goes to
+     * a file: log lines, not a status line rewritten in place. */
+    if (s.par && s.progress.mode == 1) s.progress.mode = 2, s.progress.interval = 5.0;
     res->start_step = s.step;
     rc = heat_output_history(s.out, s.step, heat_case_time(s.c, s.step), NAN, 0.0, err);
-    if (!rc && s.step == 0) rc = write_fields(&s, HEAT_OUTPUT_SNAPSHOT, err);
+    if ((rc = agree(&s, rc, err))) goto done;
+    if (s.step == 0) rc = write_fields(&s, HEAT_OUTPUT_SNAPSHOT, heat_wall_seconds(), err);
     if (rc) goto done;
     /* The loop's clock starts after the first snapshot is handed over (its
      * buffers are allocated then), so that throughput measures the loop. */
@@ -515,12 +686,16 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
 
     /* The final state: always a snapshot and a checkpoint, complete on disk
      * before the run reports (a signal included). */
-    rc = write_fields(&s, HEAT_OUTPUT_SNAPSHOT | HEAT_OUTPUT_CHECKPOINT, err);
-    if (!rc) rc = heat_output_flush(s.out, err);
+    rc = write_fields(&s, HEAT_OUTPUT_SNAPSHOT | HEAT_OUTPUT_CHECKPOINT, heat_wall_seconds(), err);
+    if (!rc) rc = agree(&s, heat_output_flush(s.out, err), err);
     if (!rc && opt->field_out) rc = heat_backend_download(s.b, opt->field_out, err);
-    if (!rc) summary(&s, res);
+    if (!rc) {
+        halo_figures(&s, res);
+        summary(&s, res);
+    }
 done:
     heat_output_close(s.out);
+    heat_h5dist_destroy(s.writer);
     heat_backend_destroy(s.b);
     free(s.c);
     return rc;

@@ -30,7 +30,8 @@ typedef struct heat_run_options {
     int quiet;           /* no progress, no summary */
     FILE *out;           /* progress and summary (stdout) */
     FILE *notices;       /* notices such as a backend fallback (stderr) */
-    void *field_out;     /* if not NULL: receives the final field (nx*ny*nz values) */
+    void *field_out;     /* if not NULL: receives the final field (nx*ny*nz values; under
+                            MPI this rank's box) */
 } heat_run_options;
 
 typedef struct heat_run_result {
@@ -44,6 +45,14 @@ typedef struct heat_run_result {
     double glups;         /* 1e9 point updates per second of wall */
     double gbps;          /* effective bandwidth: one read + one write per update */
     int64_t files;        /* files written */
+    /* A run over several ranks (ranks > 1): the split, how halos moved and
+     * what the exchange cost (seconds, the slowest rank's), how files were
+     * written. */
+    int ranks, split[3], halo_depth;
+    int64_t halo_exchanges;
+    double halo_exposed; /* waiting for halos, not hidden by compute */
+    double halo_pack, halo_transfer, halo_unpack;
+    char transport[96], writer[96];
 } heat_run_result;
 
 /* Runs the case (already derived with heat_case_derive). The output buffers
@@ -65,6 +74,11 @@ typedef struct heat_run_result {
  * n * dt, the end step is the first n with n * dt >= time.end (within 1e-9
  * relative: then t = time.end exactly), and time.max_steps still counts from
  * step 0.
+ *
+ * Under MPI (solver/parallel.h) every rank calls it: each holds its part of
+ * the grid (solver/decomp.c), the stop rules, checks and outputs are agreed
+ * at chunk ends, and every rank returns the same status and message; the
+ * results are those of one process, bit for bit.
  *
  * Returns HEAT_OK when the run stopped for any reason in heat_stop_reason (a
  * signal included: see result->reason), HEAT_EINPUT for problems found

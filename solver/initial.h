@@ -2,6 +2,7 @@
 #ifndef HEAT_INITIAL_H
 #define HEAT_INITIAL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "heat_case.h"
@@ -28,23 +29,33 @@ int heat_initial_fill(const heat_case *c, void *field, heat_error *err);
  * length or origin differ from the deck's. */
 int heat_initial_fill_with_notices(const heat_case *c, void *field, FILE *notices, heat_error *err);
 
+/* As heat_initial_fill_with_notices, for the box [lo, lo + n) of the grid
+ * only (one rank's part): `field` holds n[0] * n[1] * n[2] values, x
+ * fastest, each exactly the value of that node in the whole field. */
+int heat_initial_fill_box(const heat_case *c, const int64_t lo[3], const int64_t n[3], void *field,
+                          FILE *notices, heat_error *err);
+
 /* For initial.type = "file": reads only the file's metadata and checks it
  * as heat_initial_fill would (HEAT_EINPUT naming initial.path); HEAT_OK for
  * the other types. For `heat check`. */
 int heat_initial_check_file(const heat_case *c, FILE *notices, heat_error *err);
 
-/* The index of the first value of `field` (the case's precision, nx*ny*nz
- * values) that is NaN or Inf, or -1 when all are finite. */
-int64_t heat_field_first_nonfinite(const heat_case *c, const void *field);
+/* The index of the first of the n values of `field` (the case's precision)
+ * that is NaN or Inf, or -1 when all are finite. */
+int64_t heat_field_first_nonfinite(const heat_case *c, const void *field, int64_t n);
 
-/* max |u| over `field` (the case's precision); NaN when a value is NaN. */
-double heat_field_max_abs(const heat_case *c, const void *field);
+/* max |u| over the n values of `field`; NaN when a value is NaN. */
+double heat_field_max_abs(const heat_case *c, const void *field, int64_t n);
 
-/* The node (i, j, k) of an index of the case's grid, as "(i, j, k)". */
-void heat_node_text(const heat_case *c, int64_t index, char *buf, size_t n);
+/* The grid node "(i, j, k)" of an index into the box [lo, lo + n). */
+void heat_node_text(const int64_t lo[3], const int64_t n[3], int64_t index, char *buf, size_t len);
 
 /* Sets the Dirichlet faces of `field` to their values (the second half of
  * heat_initial_fill), for fields that come from elsewhere. */
 void heat_initial_apply_dirichlet(const heat_case *c, void *field);
+
+/* The same for the box [lo, lo + n) of the grid held in `field`. */
+void heat_initial_apply_dirichlet_box(const heat_case *c, const int64_t lo[3], const int64_t n[3],
+                                      void *field);
 
 #endif

@@ -16,10 +16,14 @@ case "$mode" in
   *) echo "usage: tools/quickstart.sh [run|test]" >&2; exit 2 ;;
 esac
 
-# Debian package names; gcc brings OpenMP (libgomp). The Python ones are for
-# tools/heat_plot.py and the ParaView, plot and restart tests (pvpython comes
-# with python3-paraview; it needs none of the packages it only recommends).
+# Debian package names; gcc brings OpenMP (libgomp). Open MPI and the HDF5
+# built on it let heat run over several processes (mpirun -np N heat run ...),
+# each rank writing its part of one file; the serial HDF5 stays beside it.
+# The Python ones are for tools/heat_plot.py and the ParaView, plot, restart
+# and MPI tests (pvpython comes with python3-paraview; it needs none of the
+# packages it only recommends).
 packages=(build-essential cmake pkg-config libhdf5-dev libconfig-dev libcmocka-dev
+          libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
           python3-h5py python3-matplotlib python3-paraview)
 
 missing=()

@@ -12,7 +12,7 @@
 #include <omp.h>
 #endif
 
-#include "backend_impl.h"
+#include "cpu_internal.h"
 
 /* Tiles of the sweep: about this many bytes of input rows per tile (a share
  * of a core's L2 cache), and at most this many planes deep. */
@@ -56,22 +56,30 @@ static int cpu_download(heat_backend *b, void *host, heat_error *err)
     return HEAT_OK;
 }
 
+/* The row operations of a box: coefficients, the x faces and their
+ * Neumann constants. */
+#define ROW_OPS_OF(T, c, g)                                                                        \
+    {                                                                                              \
+        (T)(c)->d.r[0], (T)(c)->d.r[1], (T)(c)->d.r[2],                                            \
+            (T)(2.0 * (c)->d.h[0] * (c)->bc[HEAT_X_LO].gradient),                                  \
+            (T)(2.0 * (c)->d.h[0] * (c)->bc[HEAT_X_HI].gradient), (g)->bc[HEAT_X_LO],              \
+            (g)->bc[HEAT_X_HI]                                                                     \
+    }
+
+#define GHOSTS_OF(T, c, axis)                                                                      \
+    {                                                                                              \
+        (T)(2.0 * (c)->d.h[axis] * (c)->bc[2 * (axis)].gradient),                                  \
+            (T)(2.0 * (c)->d.h[axis] * (c)->bc[2 * (axis) + 1].gradient)                           \
+    }
+
 #define ADVANCE_BODY(T, SFX)                                                                       \
     do {                                                                                           \
-        row_ops_##SFX o = {(T)c->d.r[0],                                                           \
-                           (T)c->d.r[1],                                                           \
-                           (T)c->d.r[2],                                                           \
-                           (T)(2.0 * c->d.h[0] * c->bc[HEAT_X_LO].gradient),                       \
-                           (T)(2.0 * c->d.h[0] * c->bc[HEAT_X_HI].gradient),                       \
-                           (int)c->bc[HEAT_X_LO].type,                                             \
-                           (int)c->bc[HEAT_X_HI].type};                                            \
-        const T gy[2] = {(T)(2.0 * c->d.h[1] * c->bc[HEAT_Y_LO].gradient),                         \
-                         (T)(2.0 * c->d.h[1] * c->bc[HEAT_Y_HI].gradient)};                        \
-        const T gz[2] = {(T)(2.0 * c->d.h[2] * c->bc[HEAT_Z_LO].gradient),                         \
-                         (T)(2.0 * c->d.h[2] * c->bc[HEAT_Z_HI].gradient)};                        \
+        row_ops_##SFX o = ROW_OPS_OF(T, c, &g);                                                    \
+        const T gy[2] = GHOSTS_OF(T, c, 1);                                                        \
+        const T gz[2] = GHOSTS_OF(T, c, 2);                                                        \
         for (int64_t n = 0; n < steps; n++) {                                                      \
             int last = n == steps - 1;                                                             \
-            double m = sweep_##SFX(c, &o, gy, gz, s->u, s->v, residual && last);                   \
+            double m = sweep_##SFX(&g, &o, gy, gz, s->u, s->v, residual && last);                  \
             void *t = s->u;                                                                        \
             s->u = s->v;                                                                           \
             s->v = t;                                                                              \
@@ -79,11 +87,36 @@ static int cpu_download(heat_backend *b, void *host, heat_error *err)
         }                                                                                          \
     } while (0)
 
+/* The whole grid as one box. */
+static cpu_box grid_box(const heat_case *c)
+{
+    cpu_box g;
+    for (int a = 0; a < 3; a++) g.n[a] = c->grid.n[a];
+    g.sy = c->grid.n[0];
+    g.sz = c->grid.n[0] * c->grid.n[1];
+    for (int f = 0; f < HEAT_NFACES; f++) g.bc[f] = (int)c->bc[f].type;
+    g.three_d = c->grid.dims == 3;
+    return g;
+}
+
+double heat_cpu_sweep(const heat_case *c, const cpu_box *g, const void *u, void *out, int residual)
+{
+    if (c->solver.precision == HEAT_FLOAT) {
+        row_ops_f o = ROW_OPS_OF(float, c, g);
+        const float gy[2] = GHOSTS_OF(float, c, 1), gz[2] = GHOSTS_OF(float, c, 2);
+        return sweep_f(g, &o, gy, gz, u, out, residual);
+    }
+    row_ops_d o = ROW_OPS_OF(double, c, g);
+    const double gy[2] = GHOSTS_OF(double, c, 1), gz[2] = GHOSTS_OF(double, c, 2);
+    return sweep_d(g, &o, gy, gz, u, out, residual);
+}
+
 static int cpu_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     (void)err;
     cpu_state *s = b->impl;
     const heat_case *c = b->c;
+    const cpu_box g = grid_box(c);
     if (c->solver.precision == HEAT_FLOAT)
         ADVANCE_BODY(float, f);
     else
@@ -173,7 +206,8 @@ static int cpu_bench_time(heat_backend *b, int steps, int runs, double *copy_ms,
 }
 
 static const heat_backend_ops cpu_ops = {cpu_upload, cpu_advance, cpu_download,   cpu_destroy,
-                                         NULL,       NULL,        cpu_bench_time, NULL};
+                                         NULL,       NULL,        cpu_bench_time, NULL,
+                                         NULL,       NULL};
 
 int heat_cpu_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
 {

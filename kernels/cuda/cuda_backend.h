@@ -22,6 +22,15 @@ int heat_cuda_usable(char *why, size_t n);
  * table offers the bench_time and poison_next operations. */
 int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error *err);
 
+/* The CUDA backend on one rank's part of a distributed grid (cuda_part.cu),
+ * as heat_backend_create_part describes; collective. */
+int heat_cuda_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                          FILE *notices, heat_backend **out, heat_error *err);
+
+/* Makes the GPU of this rank current: the node_rank-th of the node's GPUs
+ * (modulo their number). Before anything else of CUDA runs in the process. */
+void heat_cuda_select_device(int node_rank);
+
 /* The name of the current CUDA device into buf[n] ("" when there is none). */
 void heat_cuda_current_device(char *buf, size_t n);
 

@@ -1,0 +1,43 @@
+/* The writer's parts that the distributed writer (h5dist.c) and the box
+ * reader (h5box.c) share with h5file.c, so that every field file has one
+ * layout, made in one place. Private to io/. */
+#ifndef HEAT_H5FILE_IMPL_H
+#define HEAT_H5FILE_IMPL_H
+
+#include <hdf5.h>
+#include <stdint.h>
+
+#include "h5file.h"
+
+#define HEAT_H5_FIELD_PATH "/VTKHDF/PointData/temperature"
+
+/* The file access list of every field file (the 1.8 format, no locking);
+ * H5I_INVALID_HID on failure. The caller closes it. */
+hid_t heat_h5_file_access(void);
+
+/* In the new, open file `fid`: the root attributes, the deck, /VTKHDF with
+ * its attributes and the field's dataset (chunked, checksummed, deflated
+ * when compress > 0), not yet written. Returns the dataset, or
+ * H5I_INVALID_HID with *doing naming the step that failed. With the MPI-IO
+ * driver every rank must call it with the same metadata. */
+hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, const char **doing);
+
+/* The field's chunk shape (z, y, x): whole planes where they fit in about
+ * 4 MiB, else whole rows, else part of a row. */
+void heat_h5_chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3]);
+
+/* Whether every chunk of the field dataset `ds` is in its chunk index (which
+ * has no checksum; HDF5 reads a chunk it cannot find as fill values); else
+ * 0 with what is wrong in what[n]. */
+int heat_h5_chunks_complete(hid_t ds, char *what, size_t n);
+
+/* The index of the first NaN or Inf of n values of precision `p`, or -1.
+ * The fill value of field files is NaN: a chunk HDF5 did not find reads as
+ * NaN, so a read field is scanned. */
+int64_t heat_h5_first_nonfinite(const void *field, int64_t n, heat_precision p);
+
+/* Whether this file write is the one HEAT_TEST_FAIL_WRITE=n asks to fail
+ * (counts every call of the process). */
+int heat_h5_injected_failure(void);
+
+#endif

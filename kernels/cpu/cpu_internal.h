@@ -1,0 +1,29 @@
+/* The CPU backend's inside, shared by its whole-grid part (cpu_backend.c)
+ * and its distributed part (cpu_part.c). Private to kernels/cpu. */
+#ifndef HEAT_CPU_INTERNAL_H
+#define HEAT_CPU_INTERNAL_H
+
+#include <stdint.h>
+
+#include "backend_impl.h"
+#include "halo_plan.h"
+
+/* What one sweep covers: the whole grid, or a view of a rank's part. */
+typedef struct cpu_box {
+    int64_t n[3];        /* nodes per axis, faces included */
+    int64_t sy, sz;      /* strides of y and z in values */
+    int bc[HEAT_NFACES]; /* heat_bc_type of each face; Dirichlet: held */
+    int three_d;
+} cpu_box;
+
+/* One forward Euler step u -> out over `g` (u and out point at the box's
+ * node (0, 0, 0)) with the case's coefficients and Neumann constants.
+ * Returns max |u' - u| over the nodes written when `residual`, else 0. */
+double heat_cpu_sweep(const heat_case *c, const cpu_box *g, const void *u, void *out, int residual);
+
+/* The distributed CPU backend (cpu_part.c): the part of `part` with its
+ * ghost layers, halos through `comm`. */
+int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                         heat_backend **out, heat_error *err);
+
+#endif

@@ -1,0 +1,718 @@
+/* The CUDA backend on one rank's part of a distributed grid.
+ *
+ * The part (halo_plan.h) lives on the GPU with its ghost layers; every
+ * sweep is one of the existing kernels launched on a view of it, a view
+ * being the kernel's whole grid: its u/out pointers at the view's first
+ * node, its extents, the part's strides, and its faces (the deck's
+ * condition on the grid's own boundary, Dirichlet where the view only
+ * reads). So the kernels are unchanged and every node gets the arithmetic
+ * of a one-process run.
+ *
+ * A step that ends a pass (the overlapped step):
+ *   stream hi (high priority): the shell views, then the halo messages
+ *       packed (k_halo.cu) and, staged through the host, copied to pinned
+ *       memory; then, when they have arrived, copied back and unpacked;
+ *   stream lo: the interior view, at the same time;
+ *   host: waits for the packing, runs the MPI exchange (host buffers, or GPU
+ *       memory where the MPI library takes it) while the interior runs; with
+ *       NCCL the exchange is queued on stream hi and the host waits for
+ *       nothing.
+ * Both streams are joined at the end of the step. The time the interior
+ * finished before the halos were unpacked (CUDA events) is the exchange's
+ * share not hidden by compute.
+ *
+ * Temporal blocking: with the register_tiled kernel and depth k > 1 a pass
+ * of d steps is one fused launch over the owned box grown by d layers, then
+ * one k-deep exchange (not hidden: the fused kernel writes its whole view,
+ * so regions swept apart cannot share one output). A pass that ends on a
+ * check step fuses d - 1 steps and runs the last one overlapped, because the
+ * residual needs the level before the last step. The other kernels run the
+ * steps of a pass one by one over shrinking views, the last one overlapped.
+ *
+ * Views whose rows start off the 16-byte boundary would trip the kernels'
+ * vector loads: where x has ghost layers the plan aligns the owned box and
+ * the rows, and a view's first x node is moved down to an aligned one (the
+ * nodes it adds are recomputed alike, or are ghosts that the exchange
+ * overwrites). The residual is therefore taken by a kernel of its own over
+ * the owned box, never from the sweeps.
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include "cuda_backend.h"
+#include "halo_cuda.h"
+#include "halo_plan.h"
+#include "stencil.cuh"
+
+#define PART_CHECK(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: %s failed (%s:%d): %s: %s",   \
+                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
+                                  cudaGetErrorString(e_));                                         \
+    } while (0)
+
+enum xport { XP_HOST, XP_DEVICE, XP_NCCL };
+
+/* Events of one exchange phase: packed (start, end), unpacked (start, end). */
+enum { EV_BEGIN, EV_INTERIOR, EV_END, EV_FIXED };
+#define PHASE_EV(ph, i) (EV_FIXED + 4 * (ph) + (i))
+#define NEV             (EV_FIXED + 12)
+
+struct part_state {
+    heat_halo_plan p;
+    heat_halo_comm comm;
+    const heat_case *c;
+    size_t vs;
+    int V;     /* values in 16 bytes */
+    int fused; /* register_tiled with depth > 1 */
+    heat_kernel kernel;
+    void *u, *v; /* the levels, ghost layers included */
+    void *dsend, *drecv;
+    void *hsend, *hrecv; /* pinned host memory (staged transport) */
+    void *scratch;       /* bench only */
+    unsigned long long *d_resid, *h_resid;
+    cudaStream_t hi, lo;
+    cudaEvent_t ev[NEV];
+    xport xp;
+    heat_nccl *nccl;
+    heat_halo_stats st;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static hc_box to_hc(const hbox &b)
+{
+    hc_box h;
+    for (int a = 0; a < 3; a++) h.lo[a] = b.lo[a], h.hi[a] = b.hi[a];
+    return h;
+}
+
+/* ------------------------------------------------------------- sweeps */
+
+template <typename T>
+static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const void *u, void *out)
+{
+    const heat_case *c = s->c;
+    const heat_halo_plan &p = s->p;
+    heat_stencil_args<T> a;
+    memset(&a, 0, sizeof a);
+    const bool d3 = c->grid.dims == 3;
+    const int ax_w = d3 ? 2 : 1;
+    const long long off = heat_halo_at(&p, v.b.lo[0], v.b.lo[1], v.b.lo[2]);
+    a.u = (const T *)u + off;
+    a.out = (T *)out + off;
+    a.nx = (int)(v.b.hi[0] - v.b.lo[0]);
+    a.np = d3 ? (int)(v.b.hi[1] - v.b.lo[1]) : 1;
+    a.nw = (int)(v.b.hi[ax_w] - v.b.lo[ax_w]);
+    a.sp = p.sy;
+    a.sw = d3 ? p.sz : p.sy;
+    /* As the whole-grid backend fills them (cuda_backend.cu), with the view's faces. */
+    a.rx = (T)c->d.r[0];
+    a.rp = d3 ? (T)c->d.r[1] : T(0);
+    a.rw = (T)c->d.r[ax_w];
+    for (int sd = 0; sd < 2; sd++) {
+        a.gx[sd] = (T)(2.0 * c->d.h[0] * c->bc[HEAT_X_LO + sd].gradient);
+        a.bx[sd] = v.face[HEAT_X_LO + sd];
+        a.gp[sd] = d3 ? (T)(2.0 * c->d.h[1] * c->bc[2 + sd].gradient) : T(0);
+        a.bp[sd] = d3 ? v.face[2 + sd] : HK_PERIODIC;
+        a.gw[sd] = (T)(2.0 * c->d.h[ax_w] * c->bc[2 * ax_w + sd].gradient);
+        a.bw[sd] = v.face[2 * ax_w + sd];
+    }
+    a.wchunk = a.nw;
+    return a;
+}
+
+template <typename T>
+static cudaError_t launch_view_t(part_state *s, const hview &v0, int depth, cudaStream_t st)
+{
+    const hview v = heat_halo_align(&s->p, v0, s->V);
+    for (int a = 0; a < 3; a++)
+        if (v.b.hi[a] <= v.b.lo[a]) return cudaSuccess;
+    heat_stencil_args<T> a = view_args<T>(s, v, s->u, s->v);
+    const bool d3 = s->c->grid.dims == 3;
+    switch (s->kernel) {
+    case HEAT_KERNEL_NAIVE:
+        return heat_cuda_launch_naive<T>(a, d3, st);
+    case HEAT_KERNEL_TILED:
+        return heat_cuda_launch_tiled<T>(a, d3, st);
+    case HEAT_KERNEL_SLICED:
+        return heat_cuda_launch_sliced<T>(a, d3, st);
+    default:
+        return heat_cuda_launch_temporal<T>(a, d3, depth, st);
+    }
+}
+
+/* `depth` steps u -> v over the view (depth > 1: the fused kernel). */
+static cudaError_t launch_view(part_state *s, const hview &v, int depth, cudaStream_t st)
+{
+    return s->vs == sizeof(float) ? launch_view_t<float>(s, v, depth, st)
+                                  : launch_view_t<double>(s, v, depth, st);
+}
+
+static void swap_levels(part_state *s)
+{
+    std::swap(s->u, s->v);
+}
+
+/* --------------------------------------------------------- the exchange */
+
+static cudaError_t copy_box(part_state *s, void *level, const hbox &b, size_t off, bool to_buf,
+                            void *buf, cudaStream_t st)
+{
+    const hc_box h = to_hc(b);
+    if (s->vs == sizeof(float))
+        return heat_cuda_launch_copy_box<float>((float *)level, (float *)buf + off, h, s->p.sy,
+                                                s->p.sz, to_buf, st);
+    return heat_cuda_launch_copy_box<double>((double *)level, (double *)buf + off, h, s->p.sy,
+                                             s->p.sz, to_buf, st);
+}
+
+static size_t phase_values(const heat_halo_plan &p, int ph, size_t *first)
+{
+    size_t lo = (size_t)-1, hi = 0;
+    for (int i = 0; i < p.nmsg[ph]; i++) {
+        lo = std::min(lo, p.msg[ph][i].off);
+        hi = std::max(hi, p.msg[ph][i].off + p.msg[ph][i].count);
+    }
+    *first = p.nmsg[ph] ? lo : 0;
+    return p.nmsg[ph] ? hi - lo : 0;
+}
+
+/* One phase of the exchange of `level`, queued on stream hi (the host waits
+ * only where MPI needs the packed data). */
+static int exchange_phase(part_state *s, void *level, int ph, heat_error *err)
+{
+    const heat_halo_plan &p = s->p;
+    size_t first;
+    const size_t n = phase_values(p, ph, &first), bytes = n * s->vs, at = first * s->vs;
+    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 0)], s->hi));
+    for (int i = 0; i < p.nmsg[ph]; i++)
+        PART_CHECK(copy_box(s, level, p.msg[ph][i].send, p.msg[ph][i].off, true, s->dsend, s->hi));
+    if (s->xp == XP_HOST)
+        PART_CHECK(cudaMemcpyAsync((char *)s->hsend + at, (char *)s->dsend + at, bytes,
+                                   cudaMemcpyDeviceToHost, s->hi));
+    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 1)], s->hi));
+
+    heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
+    char *sb = (char *)(s->xp == XP_HOST ? s->hsend : s->dsend);
+    char *rb = (char *)(s->xp == XP_HOST ? s->hrecv : s->drecv);
+    for (int i = 0; i < p.nmsg[ph]; i++) {
+        const hmsg &m = p.msg[ph][i];
+        send[i] = heat_halo_msg{m.peer, m.send_tag, sb + m.off * s->vs, m.count};
+        recv[i] = heat_halo_msg{m.peer, m.recv_tag, rb + m.off * s->vs, m.count};
+    }
+    int rc;
+    if (s->xp == XP_NCCL) {
+        rc = heat_nccl_exchange(s->nccl, recv, p.nmsg[ph], send, p.nmsg[ph], s->vs, s->hi, err);
+        if (rc) return rc;
+    } else {
+        PART_CHECK(cudaEventSynchronize(s->ev[PHASE_EV(ph, 1)]));
+        const double t0 = now_s();
+        rc = s->comm.start(s->comm.ctx, recv, p.nmsg[ph], send, p.nmsg[ph], s->vs, err);
+        if (!rc) rc = s->comm.wait(s->comm.ctx, err);
+        if (rc) return rc;
+        s->st.transfer += now_s() - t0;
+    }
+    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 2)], s->hi));
+    if (s->xp == XP_HOST)
+        PART_CHECK(cudaMemcpyAsync((char *)s->drecv + at, (char *)s->hrecv + at, bytes,
+                                   cudaMemcpyHostToDevice, s->hi));
+    for (int i = 0; i < p.nmsg[ph]; i++)
+        PART_CHECK(copy_box(s, level, p.msg[ph][i].recv, p.msg[ph][i].off, false, s->drecv, s->hi));
+    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 3)], s->hi));
+    return HEAT_OK;
+}
+
+static float elapsed(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return ms;
+}
+
+/* After a synchronized exchange: the pack and unpack times (and the NCCL
+ * transfers) from its events. */
+static void account_phases(part_state *s)
+{
+    for (int ph = 0; ph < s->p.nphase; ph++) {
+        s->st.pack += 1e-3 * elapsed(s->ev[PHASE_EV(ph, 0)], s->ev[PHASE_EV(ph, 1)]);
+        s->st.unpack += 1e-3 * elapsed(s->ev[PHASE_EV(ph, 2)], s->ev[PHASE_EV(ph, 3)]);
+        if (s->xp == XP_NCCL)
+            s->st.transfer += 1e-3 * elapsed(s->ev[PHASE_EV(ph, 1)], s->ev[PHASE_EV(ph, 2)]);
+    }
+    s->st.exchanges++;
+}
+
+/* A whole exchange of `level`, nothing else going on. */
+static int exchange_blocking(part_state *s, void *level, heat_error *err)
+{
+    if (!heat_halo_any(&s->p)) return HEAT_OK;
+    const double t0 = now_s();
+    for (int ph = 0; ph < s->p.nphase; ph++) {
+        int rc = exchange_phase(s, level, ph, err);
+        if (rc) return rc;
+    }
+    PART_CHECK(cudaStreamSynchronize(s->hi));
+    account_phases(s);
+    s->st.exposed += now_s() - t0;
+    return HEAT_OK;
+}
+
+/* ----------------------------------------------------------- the steps */
+
+/* The last step of a pass: shell on stream hi, interior on stream lo, the
+ * exchange of the shell's layers between. With `resid`, max |u' - u| over
+ * the owned box into s->d_resid. */
+static int overlapped_step(part_state *s, bool resid, heat_error *err)
+{
+    const heat_halo_plan &p = s->p;
+    const bool any = heat_halo_any(&p);
+    PART_CHECK(cudaEventRecord(s->ev[EV_BEGIN], s->hi));
+    PART_CHECK(cudaStreamWaitEvent(s->lo, s->ev[EV_BEGIN], 0));
+    for (int i = 0; i < p.nshell; i++)
+        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi));
+    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
+    PART_CHECK(cudaEventRecord(s->ev[EV_INTERIOR], s->lo));
+    for (int ph = 0; any && ph < p.nphase; ph++) {
+        int rc = exchange_phase(s, s->v, ph, err);
+        if (rc) return rc;
+    }
+    PART_CHECK(cudaEventRecord(s->ev[EV_END], s->hi));
+    PART_CHECK(cudaStreamWaitEvent(s->hi, s->ev[EV_INTERIOR], 0));
+    if (resid) {
+        const hc_box o = to_hc(p.owned);
+        if (s->vs == sizeof(float))
+            PART_CHECK(heat_cuda_launch_box_residual<float>(
+                (const float *)s->v, (const float *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
+        else
+            PART_CHECK(heat_cuda_launch_box_residual<double>(
+                (const double *)s->v, (const double *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
+    }
+    PART_CHECK(cudaStreamSynchronize(s->hi));
+    if (any) {
+        account_phases(s);
+        /* The GPU waited for halos from when the interior was done until they
+         * were unpacked. */
+        const float wait = elapsed(s->ev[EV_INTERIOR], s->ev[EV_END]);
+        if (wait > 0) s->st.exposed += 1e-3 * wait;
+    }
+    swap_levels(s);
+    return HEAT_OK;
+}
+
+static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    const int k = s->p.depth;
+    if (residual) PART_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->hi));
+    for (int64_t left = steps; left > 0;) {
+        const int d = left < k ? (int)left : k;
+        left -= d;
+        const bool resid = residual && left == 0;
+        halo_op ops[HEAT_HALO_MAX_OPS];
+        const int n = heat_halo_pass(&s->p, d, s->fused, resid, ops);
+        for (int i = 0; i < n; i++) {
+            int rc = HEAT_OK;
+            if (ops[i].kind == HALO_SWEEP) {
+                PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi));
+                swap_levels(s);
+            } else if (ops[i].kind == HALO_EXCHANGE) {
+                rc = exchange_blocking(s, s->u, err);
+            } else {
+                rc = overlapped_step(s, resid, err);
+            }
+            if (rc) return rc;
+        }
+    }
+    if (residual) {
+        PART_CHECK(cudaMemcpy(s->h_resid, s->d_resid, sizeof *s->h_resid, cudaMemcpyDeviceToHost));
+        double m;
+        memcpy(&m, s->h_resid, sizeof m);
+        if (m != m) m = INFINITY;
+        *residual = m / b->c->d.dt;
+    }
+    return HEAT_OK;
+}
+
+/* ------------------------------------------------------ up and down */
+
+/* The owned box between host memory (x fastest, tight) and a level. */
+static cudaError_t owned_copy(part_state *s, void *level, void *host, bool to_device)
+{
+    const heat_halo_plan &p = s->p;
+    cudaMemcpy3DParms m;
+    memset(&m, 0, sizeof m);
+    const size_t row = (size_t)p.part.n[0] * s->vs;
+    cudaPitchedPtr h = make_cudaPitchedPtr(host, row, (size_t)p.part.n[0], (size_t)p.part.n[1]);
+    cudaPitchedPtr d =
+        make_cudaPitchedPtr(level, (size_t)p.sy * s->vs, (size_t)p.ext[0], (size_t)p.ext[1]);
+    const cudaPos at =
+        make_cudaPos((size_t)p.owned.lo[0] * s->vs, (size_t)p.owned.lo[1], (size_t)p.owned.lo[2]);
+    if (to_device) {
+        m.srcPtr = h;
+        m.dstPtr = d;
+        m.dstPos = at;
+        m.kind = cudaMemcpyHostToDevice;
+    } else {
+        m.srcPtr = d;
+        m.srcPos = at;
+        m.dstPtr = h;
+        m.kind = cudaMemcpyDeviceToHost;
+    }
+    m.extent = make_cudaExtent(row, (size_t)p.part.n[1], (size_t)p.part.n[2]);
+    return cudaMemcpy3D(&m);
+}
+
+static int part_upload(heat_backend *b, const void *host, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    const size_t bytes = (size_t)s->p.values * s->vs;
+    PART_CHECK(cudaMemset(s->u, 0, bytes));
+    PART_CHECK(owned_copy(s, s->u, (void *)host, true));
+    PART_CHECK(cudaDeviceSynchronize());
+    int rc = exchange_blocking(s, s->u, err);
+    if (rc) return rc;
+    /* Both levels, ghosts included: a Dirichlet node is never written. The
+     * copy is on the default stream, which our streams do not wait for. */
+    PART_CHECK(cudaMemcpy(s->v, s->u, bytes, cudaMemcpyDeviceToDevice));
+    PART_CHECK(cudaDeviceSynchronize());
+    return HEAT_OK;
+}
+
+static int part_download(heat_backend *b, void *host, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    PART_CHECK(cudaStreamSynchronize(s->hi));
+    PART_CHECK(cudaStreamSynchronize(s->lo));
+    PART_CHECK(owned_copy(s, s->u, host, false));
+    return HEAT_OK;
+}
+
+static void *part_host_alloc(heat_backend *b, size_t bytes)
+{
+    (void)b;
+    void *p = NULL;
+    if (cudaMallocHost(&p, bytes) == cudaSuccess) return p;
+    cudaGetLastError();
+    return malloc(bytes);
+}
+
+static void part_host_free(heat_backend *b, void *p)
+{
+    (void)b;
+    if (!p) return;
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost)
+        cudaFreeHost(p);
+    else
+        free(p);
+    cudaGetLastError();
+}
+
+static void part_destroy(heat_backend *b)
+{
+    if (!b) return;
+    part_state *s = (part_state *)b->impl;
+    if (s) {
+        heat_nccl_destroy(s->nccl);
+        cudaFree(s->u);
+        cudaFree(s->v);
+        cudaFree(s->dsend);
+        cudaFree(s->drecv);
+        cudaFree(s->scratch);
+        cudaFree(s->d_resid);
+        cudaFreeHost(s->h_resid);
+        cudaFreeHost(s->hsend);
+        cudaFreeHost(s->hrecv);
+        for (int i = 0; i < NEV; i++)
+            if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+        if (s->hi) cudaStreamDestroy(s->hi);
+        if (s->lo) cudaStreamDestroy(s->lo);
+        free(s);
+    }
+    free(b);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(std::vector<double> v)
+{
+    qsort(v.data(), v.size(), sizeof(double), cmp_double);
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* bench_time (backend.h): a copy of the local level and the steps, each
+ * timed on the wall clock around complete, synchronized calls. */
+static int part_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
+                           heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    const size_t bytes = (size_t)s->p.values * s->vs;
+    if (!s->scratch) PART_CHECK(cudaMalloc(&s->scratch, bytes));
+    std::vector<double> tc(runs), ts(runs);
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_s();
+        PART_CHECK(cudaMemcpy(s->scratch, s->u, bytes, cudaMemcpyDeviceToDevice));
+        PART_CHECK(cudaDeviceSynchronize());
+        tc[r] = now_s() - t0;
+        t0 = now_s();
+        int rc = part_advance(b, steps, NULL, err);
+        if (rc) return rc;
+        PART_CHECK(cudaDeviceSynchronize());
+        ts[r] = now_s() - t0;
+    }
+    *copy_ms = 1e3 * median(tc);
+    *steps_ms = 1e3 * median(ts);
+    return HEAT_OK;
+}
+
+static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *transfer_ms,
+                           double *unpack_ms, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    std::vector<double> tp(runs), tt(runs), tu(runs);
+    for (int r = 0; r < runs; r++) {
+        const heat_halo_stats before = s->st;
+        int rc = exchange_blocking(s, s->u, err);
+        if (rc) return rc;
+        tp[r] = s->st.pack - before.pack;
+        tt[r] = s->st.transfer - before.transfer;
+        tu[r] = s->st.unpack - before.unpack;
+    }
+    *pack_ms = 1e3 * median(tp);
+    *transfer_ms = 1e3 * median(tt);
+    *unpack_ms = 1e3 * median(tu);
+    return HEAT_OK;
+}
+
+static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
+{
+    *st = ((const part_state *)b->impl)->st;
+}
+
+static const heat_backend_ops part_ops = {
+    part_upload,    part_advance,    part_download, part_destroy,    part_host_alloc,
+    part_host_free, part_bench_time, NULL,          part_halo_stats, part_bench_halo};
+
+/* ----------------------------------------------------------- creation */
+
+extern "C" void heat_cuda_select_device(int node_rank)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+        cudaGetLastError();
+        return;
+    }
+    cudaSetDevice(node_rank % count);
+    cudaGetLastError();
+}
+
+/* Whether another rank of this node works on the same GPU (by UUID). */
+static int gpu_shared(const heat_halo_comm *comm, int dev, int *sharing)
+{
+    /* Collective: every rank takes part, whatever its device says. */
+    cudaDeviceProp prop;
+    memset(&prop, 0, sizeof prop);
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) cudaGetLastError();
+    std::vector<char> all((size_t)comm->node_size * sizeof prop.uuid);
+    *sharing = 1;
+    if (comm->node_allgather(comm->ctx, &prop.uuid, all.data(), sizeof prop.uuid) != HEAT_OK)
+        return 0;
+    *sharing = 0;
+    for (int r = 0; r < comm->node_size; r++)
+        *sharing +=
+            !memcmp(all.data() + (size_t)r * sizeof prop.uuid, &prop.uuid, sizeof prop.uuid);
+    return *sharing > 1;
+}
+
+/* The MPI library said that it takes GPU memory: one small exchange of GPU
+ * buffers with the neighbours, checked value by value, before relying on it. */
+static int verify_gpu_mpi(part_state *s)
+{
+    const heat_halo_plan &p = s->p;
+    heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
+    std::vector<double> out(HEAT_NFACES), in(HEAT_NFACES, -1.0);
+    int n = 0;
+    for (int i = 0; i < p.nmsg[0]; i++) {
+        const hmsg &m = p.msg[0][i];
+        out[i] = 1000.0 * p.part.rank + m.face;
+        send[n] = heat_halo_msg{m.peer, m.send_tag, (char *)s->dsend + i * sizeof(double), 1};
+        recv[n] = heat_halo_msg{m.peer, m.recv_tag, (char *)s->drecv + i * sizeof(double), 1};
+        n++;
+    }
+    int ok =
+        cudaMemcpy(s->dsend, out.data(), n * sizeof(double), cudaMemcpyHostToDevice) == cudaSuccess;
+    heat_error e;
+    if (ok) ok = s->comm.start(s->comm.ctx, recv, n, send, n, sizeof(double), &e) == HEAT_OK;
+    if (ok) ok = s->comm.wait(s->comm.ctx, &e) == HEAT_OK;
+    if (ok)
+        ok = cudaMemcpy(in.data(), s->drecv, n * sizeof(double), cudaMemcpyDeviceToHost) ==
+             cudaSuccess;
+    for (int i = 0; i < n && ok; i++)
+        ok = in[i] == 1000.0 * p.msg[0][i].peer + (p.msg[0][i].face ^ 1);
+    cudaGetLastError();
+    return s->comm.all_ok(s->comm.ctx, ok);
+}
+
+/* The transport (collective): NCCL, MPI on GPU memory, or MPI through the
+ * host. */
+static int choose_transport(part_state *s, int shared, FILE *notices, heat_error *err)
+{
+    const heat_transport want = s->c->parallel.transport;
+    const heat_halo_plan &p = s->p;
+    if (want == HEAT_TRANSPORT_NCCL ||
+        (want == HEAT_TRANSPORT_AUTO && heat_nccl_available() && !shared && heat_halo_any(&p))) {
+        if (want == HEAT_TRANSPORT_NCCL && !heat_nccl_available())
+            return heat_error_set(err, HEAT_ERUNTIME,
+                                  "parallel.transport = \"nccl\": this heat was built without "
+                                  "NCCL; use \"mpi\" or \"auto\"");
+        if (want == HEAT_TRANSPORT_NCCL && shared)
+            return heat_error_set(err, HEAT_ERUNTIME,
+                                  "parallel.transport = \"nccl\": NCCL cannot run two ranks on "
+                                  "one GPU, and on some node more ranks than GPUs share them; "
+                                  "use \"mpi\" (or \"auto\"), or one rank per GPU");
+        heat_error e;
+        int rc = heat_nccl_create(&s->comm, p.part.rank, p.part.size, &s->nccl, &e);
+        if (rc == HEAT_OK) {
+            s->xp = XP_NCCL;
+            snprintf(s->st.transport, sizeof s->st.transport, "nccl");
+            return HEAT_OK;
+        }
+        if (want == HEAT_TRANSPORT_NCCL) {
+            *err = e;
+            return rc;
+        }
+        if (notices)
+            fprintf(notices, "notice: parallel.transport = \"auto\": %s; halos go over MPI\n",
+                    e.msg);
+    }
+    if (s->comm.gpu_aware && !shared && verify_gpu_mpi(s)) {
+        s->xp = XP_DEVICE;
+        snprintf(s->st.transport, sizeof s->st.transport, "mpi, GPU memory (CUDA-aware MPI)");
+        return HEAT_OK;
+    }
+    s->xp = XP_HOST;
+    snprintf(s->st.transport, sizeof s->st.transport, "mpi, host-staged");
+    return HEAT_OK;
+}
+
+static int allocate(part_state *s, const char *name, heat_error *err)
+{
+    const size_t bytes = (size_t)s->p.values * s->vs;
+    const size_t msgs = (s->p.buf_values + HEAT_NFACES) * std::max(s->vs, sizeof(double));
+    size_t free_b = 0, total_b = 0;
+    PART_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (2 * bytes + 2 * msgs + (64u << 20) > free_b)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: rank %d's part does not fit on %s: %.3f GB needed "
+                              "(two time levels of %lld values with ghost layers), %.3f GB free "
+                              "of %.3f GB; use more ranks or GPUs, or float precision",
+                              s->p.part.rank, name, (2.0 * bytes + 2.0 * msgs) / 1e9,
+                              (long long)s->p.values, free_b / 1e9, total_b / 1e9);
+    PART_CHECK(cudaMalloc(&s->u, bytes));
+    PART_CHECK(cudaMalloc(&s->v, bytes));
+    PART_CHECK(cudaMemset(s->u, 0, bytes));
+    PART_CHECK(cudaMemset(s->v, 0, bytes));
+    PART_CHECK(cudaMalloc(&s->dsend, msgs));
+    PART_CHECK(cudaMalloc(&s->drecv, msgs));
+    PART_CHECK(cudaMallocHost(&s->hsend, msgs));
+    PART_CHECK(cudaMallocHost(&s->hrecv, msgs));
+    PART_CHECK(cudaMalloc(&s->d_resid, sizeof *s->d_resid));
+    PART_CHECK(cudaMallocHost(&s->h_resid, sizeof *s->h_resid));
+    int least = 0, greatest = 0;
+    PART_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    PART_CHECK(cudaStreamCreateWithPriority(&s->hi, cudaStreamNonBlocking, greatest));
+    PART_CHECK(cudaStreamCreateWithPriority(&s->lo, cudaStreamNonBlocking, least));
+    for (int i = 0; i < NEV; i++) PART_CHECK(cudaEventCreate(&s->ev[i]));
+    PART_CHECK(cudaDeviceSynchronize());
+    return HEAT_OK;
+}
+
+extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
+                                     const heat_halo_comm *comm, FILE *notices, heat_backend **out,
+                                     heat_error *err)
+{
+    *out = NULL;
+    char why[512];
+    int rc = HEAT_OK;
+    if (!heat_cuda_usable(why, sizeof why))
+        rc = heat_error_set(err, HEAT_ERUNTIME, "solver.backend = \"cuda\": %s", why);
+    const int depth = part->depth;
+    const int fused = c->solver.kernel == HEAT_KERNEL_REGISTER_TILED && depth > 1;
+    if (!rc && fused && depth > HEAT_CUDA_TEMPORAL_MAX)
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "solver.temporal_block = %d: the cuda backend fuses 1 to %d steps "
+                            "per pass",
+                            depth, HEAT_CUDA_TEMPORAL_MAX);
+    heat_backend *b = rc ? NULL : (heat_backend *)calloc(1, sizeof *b);
+    part_state *s = rc ? NULL : (part_state *)calloc(1, sizeof *s);
+    if (!rc && (!b || !s)) rc = heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
+    int dev = 0, shared = 0, sharing = 1;
+    cudaDeviceProp prop;
+    memset(&prop, 0, sizeof prop);
+    if (!rc) {
+        b->ops = &part_ops;
+        b->c = c;
+        b->impl = s;
+        s->c = c;
+        s->comm = *comm;
+        s->vs = heat_case_value_size(c);
+        s->V = (int)(16 / s->vs);
+        s->kernel = c->solver.kernel;
+        s->fused = fused;
+        heat_halo_plan_init(&s->p, c, part, s->V);
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+            rc = heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no device properties");
+    }
+    if (!rc) rc = allocate(s, prop.name, err);
+    /* From here on collective: every rank must have got this far. */
+    if (!comm->all_ok(comm->ctx, rc == HEAT_OK)) {
+        if (!rc) rc = heat_error_set(err, HEAT_ERUNTIME, "another rank could not create its part");
+        part_destroy(b);
+        return rc;
+    }
+    shared = gpu_shared(comm, dev, &sharing);
+    const int none_shared = comm->all_ok(comm->ctx, !shared);
+    if (!none_shared && notices)
+        fprintf(notices,
+                "notice: more ranks than GPUs on a node: ranks share GPUs (here %d on %s); halos "
+                "go through host memory (one rank per GPU is faster)\n",
+                sharing, prop.name);
+    rc = choose_transport(s, !none_shared, notices, err);
+    if (!comm->all_ok(comm->ctx, rc == HEAT_OK)) {
+        if (!rc) rc = heat_error_set(err, HEAT_ERUNTIME, "another rank could not set up its halos");
+        part_destroy(b);
+        return rc;
+    }
+    if (fused)
+        snprintf(b->description, sizeof b->description,
+                 "cuda (%s, %s kernel, %d steps per pass, %s)", prop.name,
+                 heat_kernel_name(c->solver.kernel), depth,
+                 heat_precision_name(c->solver.precision));
+    else
+        snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop.name,
+                 heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
+    *out = b;
+    return HEAT_OK;
+}

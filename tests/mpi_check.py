@@ -1,0 +1,484 @@
+"""Runs heat under MPI and checks every result against a one-process run.
+
+  python3 tests/mpi_check.py TEST --heat PATH/heat --mpiexec PATH/mpiexec --work DIR
+                             [--np-flag -n] [--pvpython PATH] [--src SRC]
+
+TEST is one of:
+  splits    awkward sizes (23 x 17 x 13, 31 x 19 x 1) split along each axis and
+            all three, on 1, 2, 3, 4 and 8 processes, every face type (periodic
+            axes cut across ranks included), float and double, halos 1 and 3
+            layers deep, files written collectively and gathered to rank 0;
+  restart   a run checkpointed on 4 ranks continued on 3, and one of a single
+            process continued on 4;
+  signal    SIGTERM to one rank: every rank stops at the same step with one
+            checkpoint, exit 143, and the run continued from it ends as an
+            uninterrupted one;
+  fail      an injected write error on rank 1 (collective and gathered files):
+            every rank ends with exit 1, the error named once with its rank, no
+            temporary file left, earlier files intact;
+  badsplit  splits that do not fit: exit 2 on every rank, the message once,
+            nothing written;
+  paraview  ParaView reads the snapshots of a 4-rank run from another working
+            directory, every value checked (tests/paraview_check.py).
+
+Options for the GPU machine (tools/gpu_mpi_check.sh): --backend cuda runs the
+ranks on the CUDA backend (--kernel K: its kernel), --ref-backend the one
+process that they are compared with (cpu, the reference, by default), and
+--max-np N leaves out the cases of more than N processes. --gpu-views fused
+(or steps) has the CPU ranks walk the CUDA backend's geometry (aligned views,
+fused passes, the residual apart: HEAT_TEST_GPU_VIEWS), so that CI checks it.
+
+Equality is bit for bit: the field of every snapshot and checkpoint, and the
+step, time and residual columns of history.csv (rows with a residual). Exit
+status 0 when all holds, 1 with the reason otherwise. Needs h5py and numpy.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+PROG = "mpi_check"
+
+DECK3 = """\
+name = "%(name)s";
+grid = { points = [23, 17, 13]; length = [1.1, 0.8, 0.6]; origin = [0.5, -1.0, 2.0]; };
+material = { diffusivity = 1.0; };
+time = { max_steps = 37; };
+steady = { tolerance = 1e-12; check_every = 5; };
+initial = { type = "gaussian"; center = [0.8, -0.5, 2.2]; width = 0.2; amplitude = 3.0;
+            base = 0.5; };
+boundary = {
+  x_lo = { type = "dirichlet"; value = 1.0; };
+  x_hi = { type = "neumann"; gradient = 0.5; };
+  y_lo = { type = "periodic"; };
+  y_hi = { type = "periodic"; };
+  z_lo = { type = "neumann"; gradient = -1.0; };
+  z_hi = { type = "dirichlet"; value = 0.0; };
+};
+output = { dir = "%(name)s"; every = 10; checkpoint_every = 15; };
+solver = { backend = "cpu"; };
+"""
+
+# x and z periodic (cut across ranks below), y Dirichlet on one face and
+# Neumann on the other.
+DECK_PERIODIC = DECK3.replace(
+    """  x_lo = { type = "dirichlet"; value = 1.0; };
+  x_hi = { type = "neumann"; gradient = 0.5; };
+  y_lo = { type = "periodic"; };
+  y_hi = { type = "periodic"; };
+  z_lo = { type = "neumann"; gradient = -1.0; };
+  z_hi = { type = "dirichlet"; value = 0.0; };""",
+    """  x_lo = { type = "periodic"; };
+  x_hi = { type = "periodic"; };
+  y_lo = { type = "dirichlet"; value = 2.0; };
+  y_hi = { type = "neumann"; gradient = 0.25; };
+  z_lo = { type = "periodic"; };
+  z_hi = { type = "periodic"; };""")
+
+DECK2 = DECK3.replace("points = [23, 17, 13]", "points = [31, 19, 1]")
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg):
+    print("%s: %s" % (PROG, msg), flush=True)
+
+
+class Env:
+    def __init__(self, a):
+        self.heat = os.path.abspath(a.heat)
+        self.mpiexec = a.mpiexec
+        self.np_flag = a.np_flag
+        self.work = os.path.abspath(a.work)
+        self.pvpython = a.pvpython
+        self.src = a.src
+        env = dict(os.environ)
+        # Open MPI refuses root and more ranks than cores unless told: CI runs
+        # as root on 2 cores. One OpenMP thread per rank: the ranks share them.
+        env.update({
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",
+            "OMPI_MCA_mpi_yield_when_idle": "1",
+            "OMP_NUM_THREADS": "1",
+        })
+        for k in ("HEAT_TEST_FAIL_WRITE", "HEAT_TEST_FAIL_RANK", "HEAT_MPI",
+                  "HEAT_TEST_GPU_VIEWS"):
+            env.pop(k, None)
+        self.env = env
+        self.max_np = a.max_np
+        # The backend of the ranks and of the one process they are compared with.
+        self.sets = ['solver.backend="%s"' % a.backend]
+        if a.kernel:
+            self.sets.append('solver.kernel="%s"' % a.kernel)
+        self.ref_sets = ['solver.backend="%s"' % a.ref_backend]
+        if a.gpu_views:
+            env["HEAT_TEST_GPU_VIEWS"] = a.gpu_views
+
+    def write(self, name, text):
+        path = os.path.join(self.work, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def cmd(self, np, deck, outdir, sets=(), extra=()):
+        c = [self.heat, "run", deck, "--quiet", "--set", 'output.dir="%s"' % outdir]
+        for s in (self.ref_sets if np == 0 else self.sets) + list(sets):
+            c += ["--set", s]
+        c += list(extra)
+        if np == 0:
+            return c  # one process, no MPI: the oracle
+        return [self.mpiexec, self.np_flag, str(np)] + c
+
+    def run(self, np, deck, outdir, sets=(), extra=(), expect=0, env=None, cwd=None):
+        c = self.cmd(np, deck, outdir, sets, extra)
+        p = subprocess.run(c, cwd=cwd or self.work, env=env or self.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=300)
+        if p.returncode != expect:
+            raise Failure("%s: exit status %d, expected %d\n%s"
+                          % (" ".join(c), p.returncode, expect, p.stdout))
+        return p.stdout
+
+
+def read_field(path):
+    import h5py
+    with h5py.File(path, "r") as f:
+        ds = f["VTKHDF/PointData/temperature"]
+        return ds[()], int(f.attrs["step"]), float(f.attrs["time"])
+
+
+def history_rows(path):
+    rows = []
+    with open(path) as f:
+        next(f)
+        for line in f:
+            step, t, resid = line.strip().split(",")[:3]
+            if resid:
+                rows.append((step, t, resid))
+    return rows
+
+
+def same_run(ref, got, what, files=None):
+    """Every field file of `ref` exists in `got` with the same bytes (or the
+    files named); history.csv rows with a residual are equal."""
+    names = files or sorted(n for n in os.listdir(ref) if n.endswith(".vtkhdf"))
+    if not names:
+        raise Failure("%s: the reference %s holds no field files" % (what, ref))
+    for n in names:
+        g = os.path.join(got, n)
+        if not os.path.exists(g):
+            raise Failure("%s: %s is missing" % (what, g))
+        a, sa, ta = read_field(os.path.join(ref, n))
+        b, sb, tb = read_field(g)
+        if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
+            import numpy as np
+            where = np.argwhere(a != b)[:3].tolist() if a.shape == b.shape else "shape"
+            raise Failure("%s: %s differs from the one-process run (first differing "
+                          "(z, y, x): %s)" % (what, n, where))
+        if (sa, ta) != (sb, tb):
+            raise Failure("%s: %s: step and time %s, expected %s" % (what, n, (sb, tb), (sa, ta)))
+    ha, hb = history_rows(os.path.join(ref, "history.csv")), \
+        history_rows(os.path.join(got, "history.csv"))
+    if ha != hb:
+        raise Failure("%s: history.csv step, time and residual differ from the one-process "
+                      "run:\n%s\n%s" % (what, ha, hb))
+    leftovers = [n for n in os.listdir(got) if n.endswith(".tmp")]
+    if leftovers:
+        raise Failure("%s: temporary files left in %s: %s" % (what, got, leftovers))
+    return len(names)
+
+
+def fresh(env, name):
+    path = os.path.join(env.work, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return name
+
+
+# ------------------------------------------------------------------ tests
+
+def test_splits(env):
+    decks = {"d3": env.write("d3.cfg", DECK3 % {"name": "d3"}),
+             "per": env.write("per.cfg", DECK_PERIODIC % {"name": "per"}),
+             "d2": env.write("d2.cfg", DECK2 % {"name": "d2"})}
+    # (deck, precision, temporal_block, processes, parallel.ranks or None, io)
+    cases = [
+        ("d3", "double", 1, 1, None, "auto"),
+        ("d3", "double", 1, 2, "[2,1,1]", "auto"),
+        ("d3", "double", 1, 2, "[1,2,1]", "aggregated"),  # periodic y cut in 2
+        ("d3", "double", 1, 2, "[1,1,2]", "auto"),
+        ("d3", "double", 1, 3, "[3,1,1]", "auto"),
+        ("d3", "double", 1, 3, "[1,3,1]", "auto"),  # periodic y cut in 3
+        ("d3", "double", 1, 3, "[1,1,3]", "aggregated"),
+        ("d3", "double", 1, 4, None, "auto"),
+        ("d3", "double", 1, 4, "[1,2,2]", "auto"),
+        ("d3", "double", 1, 8, "[2,2,2]", "auto"),
+        ("d3", "float", 1, 4, "[2,2,1]", "aggregated"),
+        ("d3", "float", 1, 3, "[1,1,3]", "auto"),
+        ("d3", "double", 3, 4, "[2,1,2]", "auto"),  # 3-deep halos, edges and corners
+        ("d3", "float", 3, 3, "[1,3,1]", "auto"),
+        ("per", "double", 1, 4, "[2,1,2]", "auto"),  # periodic x and z cut in 2
+        ("per", "float", 2, 3, "[3,1,1]", "aggregated"),
+        ("per", "double", 1, 8, "[2,2,2]", "auto"),
+        ("d2", "double", 1, 2, "[1,2,1]", "auto"),
+        ("d2", "float", 1, 4, "[2,2,1]", "auto"),
+        ("d2", "double", 4, 3, "[3,1,1]", "aggregated"),
+    ]
+    refs = {}
+    for deck, prec, tb, np, ranks, io in cases:
+        if np > env.max_np:
+            continue
+        key = (deck, prec, tb)
+        sets = ["solver.precision=%s" % prec, "solver.temporal_block=%d" % tb]
+        if key not in refs:
+            refs[key] = fresh(env, "ref_%s_%s_%d" % key)
+            env.run(0, decks[deck], refs[key], sets)
+        out = fresh(env, "mpi_%s_%s_%d_np%d_%s" % (deck, prec, tb, np, (ranks or "auto")
+                                                  .strip("[]").replace(",", "")))
+        extra = ["parallel.io=\"%s\"" % io] + (["parallel.ranks=%s" % ranks] if ranks else [])
+        env.run(np, decks[deck], out, sets + extra)
+        n = same_run(os.path.join(env.work, refs[key]), os.path.join(env.work, out),
+                     "%s %s k=%d on %d ranks %s %s" % (deck, prec, tb, np, ranks or "(chosen)", io))
+        log("%s %s temporal_block %d, %d process%s, ranks %s, files %s: %d files and "
+            "history.csv equal the one-process run" % (deck, prec, tb, np, "" if np == 1 else "es",
+                                                       ranks or "chosen", io, n))
+
+
+def test_restart(env):
+    deck = env.write("rs.cfg", DECK3 % {"name": "rs"})
+    full = ["time.max_steps=60", "output.checkpoint_every=20"]
+    half = ["time.max_steps=40", "output.checkpoint_every=20"]
+    ref = fresh(env, "rs_ref")
+    env.run(0, deck, ref, full)
+    for first, then in ((4, 3), (0, 4)):
+        out = fresh(env, "rs_%d_%d" % (first, then))
+        env.run(first, deck, out, half)
+        text = env.run(then, deck, out, full, ["--restart", "latest"])
+        n = same_run(os.path.join(env.work, ref), os.path.join(env.work, out),
+                     "restart %d -> %d ranks" % (first or 1, then))
+        log("checkpointed on %d rank%s, continued on %d: %d files and history.csv equal the "
+            "one-process run" % (first or 1, "" if first <= 1 else "s", then, n))
+    # A checkpoint of 3 ranks continued on 2 with the deck it holds (no deck given).
+    out = fresh(env, "rs_file")
+    env.run(3, deck, out, half)
+    ckpt = os.path.join(out, "rs_ckpt_00000040.vtkhdf")
+    c = [env.mpiexec, env.np_flag, "2", env.heat, "run", "--restart", ckpt, "--quiet",
+         "--set", 'output.dir="%s"' % out, "--set", full[0]]
+    for x in env.sets:
+        c += ["--set", x]
+    p = subprocess.run(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+    if p.returncode != 0:
+        raise Failure("%s: exit status %d\n%s" % (" ".join(c), p.returncode, p.stdout))
+    n = same_run(os.path.join(env.work, ref), os.path.join(env.work, out),
+                 "restart 3 -> 2 ranks from the file's own deck")
+    log("checkpointed on 3 ranks, continued on 2 with the deck the file holds: %d files equal"
+        % n)
+
+
+def test_signal(env):
+    deck = env.write("sg.cfg", DECK3 % {"name": "sg"})
+    sets = ["grid.points=[64, 48, 40]", "time.max_steps=200000", "output.every=0",
+            "output.checkpoint_every=0", "steady.check_every=50"]
+    out = fresh(env, "sg")
+    c = env.cmd(3, deck, out, sets)
+    p = subprocess.Popen(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True)
+    # Wait until the run is under way (its first snapshot is written), then
+    # SIGTERM one rank (not rank 0), as a batch system might.
+    first = os.path.join(env.work, out, "sg_00000000.vtkhdf")
+    deadline = time.time() + 60
+    while not os.path.exists(first) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    # The ranks: processes whose command line starts with this heat and names
+    # this run's deck (the launcher's own command line starts otherwise; a
+    # launcher may start them as children or grandchildren).
+    import re
+    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
+    ranks = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout.split()
+    if len(ranks) != 3:
+        p.kill()
+        raise Failure("signal: expected 3 heat processes matching %s, found %s"
+                      % (pattern, ranks))
+    os.kill(int(sorted(ranks, key=int)[1]), signal.SIGTERM)
+    text, _ = p.communicate(timeout=120)
+    if p.returncode != 143:
+        raise Failure("signal: exit status %d, expected 143\n%s" % (p.returncode, text))
+    if text.count("stopped by SIGTERM") != 1:
+        raise Failure("signal: 'stopped by SIGTERM' should appear once:\n%s" % text)
+    ckpts = sorted(n for n in os.listdir(os.path.join(env.work, out)) if "_ckpt_" in n)
+    if len(ckpts) != 1:
+        raise Failure("signal: expected one checkpoint, found %s" % ckpts)
+    step = int(ckpts[0].split("_")[-1].split(".")[0])
+    log("SIGTERM to one of 3 ranks: every rank stopped at step %d, exit 143, one checkpoint"
+        % step)
+    # Continued to a later step, it must equal an uninterrupted run to that step.
+    end = step + 50
+    stop = ["time.max_steps=%d" % end]
+    env.run(2, deck, out, sets[:1] + stop + sets[2:], ["--restart", "latest"])
+    ref = fresh(env, "sg_ref")
+    env.run(0, deck, ref, sets[:1] + stop + sets[2:])
+    name = "sg_ckpt_%08d.vtkhdf" % end
+    same_run(os.path.join(env.work, ref), os.path.join(env.work, out), "signal, continued",
+             files=[name])
+    log("continued on 2 ranks to step %d: equal to an uninterrupted one-process run" % end)
+
+
+def test_fail(env):
+    deck = env.write("fl.cfg", DECK3 % {"name": "fl"})
+    for io in ("collective", "aggregated"):
+        out = fresh(env, "fl_" + io)
+        e = dict(env.env)
+        e.update({"HEAT_TEST_FAIL_WRITE": "3", "HEAT_TEST_FAIL_RANK": "1"})
+        text = env.run(3, deck, out, ["parallel.io=\"%s\"" % io, "parallel.ranks=[1,3,1]"],
+                       expect=1, env=e)
+        if "collective" == io and "needs a parallel HDF5" in text:
+            log("collective files: not available in this build (serial HDF5), skipped")
+            continue
+        msgs = [l for l in text.splitlines() if l.startswith("heat: ")]
+        if len(msgs) != 1 or "rank 1" not in msgs[0] or "injected failure" not in msgs[0]:
+            raise Failure("fail (%s): expected one message naming rank 1 and the injected "
+                          "failure, got:\n%s" % (io, text))
+        files = sorted(os.listdir(os.path.join(env.work, out)))
+        if any(n.endswith(".tmp") for n in files):
+            raise Failure("fail (%s): a temporary file was left: %s" % (io, files))
+        # Writes 1 and 2 (snapshot 0, snapshot 10) are complete; the third
+        # (snapshot 15... here the checkpoint of step 15) is not there.
+        for n in ("fl_00000000.vtkhdf", "fl_00000010.vtkhdf"):
+            if n not in files:
+                raise Failure("fail (%s): %s should have been written before the failure: %s"
+                              % (io, n, files))
+            read_field(os.path.join(env.work, out, n))
+        if any("ckpt" in n for n in files):
+            raise Failure("fail (%s): the failed checkpoint exists: %s" % (io, files))
+        log("write error injected on rank 1 (%s files): every rank exit 1, '%s'"
+            % (io, msgs[0]))
+
+
+def test_badsplit(env):
+    deck = env.write("bs.cfg", DECK3 % {"name": "bs"})
+    cases = [(3, ["parallel.ranks=[2,2,1]"], "4 ranks, but this run has 3 processes"),
+             (2, ["parallel.ranks=[1,1,20]"], "20 ranks along z, which has only 13 points"),
+             (3, ["parallel.ranks=[1,3,1]", "solver.temporal_block=8"],
+              "fewer than the 8 halo layers"),
+             (4, ["grid.points=[23, 17, 1]", "parallel.ranks=[1,1,4]"], "pz must be 1")]
+    for np, sets, want in cases:
+        out = fresh(env, "bs")
+        text = env.run(np, deck, out, sets, expect=2)
+        if text.count(want) != 1:
+            raise Failure("badsplit %s: the message '%s' should appear once:\n%s"
+                          % (sets, want, text))
+        if os.path.exists(os.path.join(env.work, out)):
+            raise Failure("badsplit %s: %s was created" % (sets, out))
+        log("%d processes, %s: exit 2 on every rank, '%s' once, nothing written"
+            % (np, " ".join(sets), want))
+    # heat check shows the split, with --ranks N or under the launcher, once.
+    def check(cmd, expect):
+        p = subprocess.run(cmd, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+        if p.returncode != expect:
+            raise Failure("%s: exit status %d, expected %d\n%s"
+                          % (" ".join(cmd), p.returncode, expect, p.stdout))
+        return p.stdout
+    text = check([env.heat, "check", deck, "--ranks", "4"], 0)
+    rows = [l for l in text.splitlines() if l.startswith("  ") and "(" in l and " x " in l]
+    if "= 4 ranks" not in text or len(rows) != 4 or "per rank: memory" not in text:
+        raise Failure("heat check --ranks 4: expected the split and 4 rows:\n%s" % text)
+    text = check([env.mpiexec, env.np_flag, "3", env.heat, "check", deck], 0)
+    if text.count("= 3 ranks") != 1 or text.count("deck %s: valid" % deck) != 1:
+        raise Failure("mpiexec -n 3 heat check: expected the split of 3 ranks once:\n%s" % text)
+    text = check([env.heat, "check", deck, "--ranks", "5000"], 2)
+    if "5000 processes do not fit grid.points = [23, 17, 13]" not in text:
+        raise Failure("heat check --ranks 5000: expected the split refused:\n%s" % text)
+    log("heat check: the split of 4 ranks with each rank's box, memory and halos; of 3 under "
+        "the launcher, printed once; 5000 ranks refused with exit 2")
+
+
+def test_paraview(env):
+    if not env.pvpython or not os.path.exists(env.pvpython):
+        raise Failure("paraview: pvpython was not found when cmake ran: install Debian's "
+                      "python3-paraview (tools/quickstart.sh), then configure again")
+    deck = env.write("pv4.cfg", (DECK3 % {"name": "pv4"}).replace(
+        "time = { max_steps = 37; };", "time = { max_steps = 70; };").replace(
+        "every = 10; checkpoint_every = 15;", "every = 20; checkpoint_every = 25;").replace(
+        'solver = { backend = "cpu"; };', 'solver = { backend = "cpu"; precision = "float"; };')
+        # The checker takes spacing = length / (n - 1): no periodic axis here.
+        .replace('y_lo = { type = "periodic"; };', 'y_lo = { type = "neumann"; gradient = 0.0; };')
+        .replace('y_hi = { type = "periodic"; };', 'y_hi = { type = "dirichlet"; value = 3.0; };'))
+    out = fresh(env, "pv4")
+    env.run(4, deck, out, ["parallel.ranks=[2,1,2]"])
+    # ParaView from another working directory, the run named by a relative path.
+    other = os.path.join(env.work, "elsewhere")
+    os.makedirs(other, exist_ok=True)
+    rel = os.path.relpath(os.path.join(env.work, out), other)
+    c = [env.pvpython, os.path.join(env.src, "tests", "paraview_check.py"), rel,
+         "--python3", sys.executable, "--points", "23,17,13", "--length", "1.1,0.8,0.6",
+         "--origin", "0.5,-1.0,2.0", "--precision", "float"]
+    p = subprocess.run(c, cwd=other, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=300)
+    print(p.stdout)
+    if p.returncode != 0:
+        raise Failure("paraview: %s failed (exit status %d)" % (" ".join(c), p.returncode))
+    # And the files equal the one-process run's.
+    ref = fresh(env, "pv1")
+    env.run(0, deck, ref)
+    same_run(os.path.join(env.work, ref), os.path.join(env.work, out), "paraview run")
+    log("ParaView read every snapshot of the 4-rank run from %s; the files equal the "
+        "one-process run" % other)
+
+
+TESTS = {"splits": test_splits, "restart": test_restart, "signal": test_signal,
+         "fail": test_fail, "badsplit": test_badsplit, "paraview": test_paraview}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("test", choices=sorted(TESTS))
+    ap.add_argument("--heat", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--np-flag", default="-n")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--pvpython", default="")
+    ap.add_argument("--src", default=os.path.join(os.path.dirname(__file__), ".."))
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda", "auto"))
+    ap.add_argument("--ref-backend", default="cpu", choices=("cpu", "cuda", "auto"))
+    ap.add_argument("--kernel", default="")
+    ap.add_argument("--max-np", type=int, default=8)
+    ap.add_argument("--gpu-views", default="", choices=("", "fused", "steps"))
+    a = ap.parse_args()
+    try:
+        import h5py  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError as e:
+        print("%s: %s: install Debian's python3-h5py (tools/quickstart.sh)" % (PROG, e))
+        return 1
+    if not a.mpiexec or not os.path.exists(a.mpiexec):
+        print("%s: no mpiexec was found when cmake ran: install Debian's openmpi-bin "
+              "(tools/quickstart.sh)" % PROG)
+        return 1
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    env = Env(a)
+    try:
+        TESTS[a.test](env)
+    except Failure as f:
+        print("%s %s: FAILED: %s" % (PROG, a.test, f))
+        return 1
+    except subprocess.TimeoutExpired as t:
+        print("%s %s: FAILED: timed out: %s" % (PROG, a.test, t))
+        return 1
+    log("%s: all checks passed" % a.test)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
