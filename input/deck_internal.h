@@ -98,6 +98,16 @@ int heat_deck_get_triple(vctx *v, const config_setting_t *g, const char *key, in
 const config_setting_t *heat_deck_get_group(vctx *v, const config_setting_t *g, const char *key,
                                             int required, const char *what);
 
+/* ---- materials, regions, sources, probes (deck_materials.c) ---- */
+
+void heat_deck_v_materials(vctx *v, const config_setting_t *root, heat_case *c);
+void heat_deck_v_regions(vctx *v, const config_setting_t *root, heat_case *c);
+void heat_deck_v_sources(vctx *v, const config_setting_t *root, heat_case *c);
+void heat_deck_v_probes(vctx *v, const config_setting_t *root, heat_case *c);
+/* Convective and flux faces and sources need a conductivity: an error for
+ * each when the deck gives only a diffusivity. */
+void heat_deck_check_conductivity(vctx *v, const config_setting_t *root, const heat_case *c);
+
 /* ---- the schema (deck_schema.c) ---- */
 
 /* Checks every section of the deck into *c, reporting every problem. */

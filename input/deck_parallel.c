@@ -27,7 +27,8 @@ static void v_ranks(vctx *v, const config_setting_t *g, heat_case *c)
         const config_setting_t *e = config_setting_get_elem(r, i);
         int64_t n;
         if (!heat_deck_as_int64(e, &n) || n < 1 || n > (1 << 24)) {
-            heat_deck_bad(v, e, "expected an integer from 1 to %d (ranks along %c)", 1 << 24, "xyz"[i]);
+            heat_deck_bad(v, e, "expected an integer from 1 to %d (ranks along %c)", 1 << 24,
+                          "xyz"[i]);
             ok = 0;
         } else
             ranks[i] = (int)n;

@@ -92,17 +92,6 @@ static void v_grid(vctx *v, const config_setting_t *root, heat_case *c)
     heat_deck_get_triple(v, g, "origin", 0, c->grid.origin, "[x0, y0, z0], three numbers");
 }
 
-static void v_material(vctx *v, const config_setting_t *root, heat_case *c)
-{
-    static const char *const keys[] = {"diffusivity", NULL};
-    const config_setting_t *g =
-        heat_deck_get_group(v, root, "material", 1, "a group with diffusivity");
-    if (!g) return;
-    heat_deck_check_keys(v, g, keys, NULL);
-    if (heat_deck_get_number(v, g, "diffusivity", 1, &c->alpha) == 1 && !(c->alpha > 0))
-        heat_deck_bad(v, MEMBER(g, "diffusivity"), "the diffusivity must be > 0");
-}
-
 static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
 {
     static const char *const keys[] = {"end", "max_steps", "dt", "safety", NULL};
@@ -237,10 +226,13 @@ static int v_face(vctx *v, const config_setting_t *g, int f, int required, heat_
     static const char *const k_dirichlet[] = {"type", "value", NULL};
     static const char *const k_neumann[] = {"type", "gradient", NULL};
     static const char *const k_periodic[] = {"type", NULL};
-    static const char *const k_all[] = {"type", "value", "gradient", NULL};
+    static const char *const k_convective[] = {"type", "h", "ambient", NULL};
+    static const char *const k_flux[] = {"type", "value", NULL};
+    static const char *const k_all[] = {"type", "value", "gradient", "h", "ambient", NULL};
     const config_setting_t *fg = heat_deck_get_group(
         v, g, heat_face_names[f], required,
-        "type = \"dirichlet\" with value, \"neumann\" with gradient, or \"periodic\"");
+        "type = \"dirichlet\" with value, \"neumann\" with gradient, \"convective\" with h "
+        "and ambient, \"flux\" with value, or \"periodic\"");
     if (!fg) return 0;
     int t;
     if (heat_deck_get_choice(v, fg, "type", 1, types, &t) != 1) {
@@ -256,6 +248,15 @@ static int v_face(vctx *v, const config_setting_t *g, int f, int required, heat_
     } else if (t == HEAT_BC_NEUMANN) {
         heat_deck_check_keys(v, fg, k_neumann, ctx);
         heat_deck_get_number(v, fg, "gradient", 0, &bc->gradient);
+    } else if (t == HEAT_BC_CONVECTIVE) {
+        heat_deck_check_keys(v, fg, k_convective, ctx);
+        if (heat_deck_get_number(v, fg, "h", 1, &bc->h) == 1 && !(bc->h >= 0))
+            heat_deck_bad(v, MEMBER(fg, "h"),
+                          "the heat transfer coefficient must be >= 0 (W/(m^2 K))");
+        heat_deck_get_number(v, fg, "ambient", 1, &bc->ambient);
+    } else if (t == HEAT_BC_FLUX) {
+        heat_deck_check_keys(v, fg, k_flux, ctx);
+        heat_deck_get_number(v, fg, "value", 1, &bc->value);
     } else {
         heat_deck_check_keys(v, fg, k_periodic, ctx);
     }
@@ -373,18 +374,22 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
 
 void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c)
 {
-    static const char *const keys[] = {"name",   "grid",     "material", "time",
-                                       "steady", "initial",  "boundary", "output",
-                                       "solver", "parallel", NULL};
+    static const char *const keys[] = {"name",     "grid",   "material", "materials", "regions",
+                                       "sources",  "probes", "time",     "steady",    "initial",
+                                       "boundary", "output", "solver",   "parallel",  NULL};
     const config_setting_t *root = config_root_setting(cfg);
     heat_deck_check_keys(v, root, keys, "at the top level");
     v_name(v, root, c, v->origin);
     v_grid(v, root, c);
-    v_material(v, root, c);
+    heat_deck_v_materials(v, root, c);
+    heat_deck_v_regions(v, root, c);
+    heat_deck_v_sources(v, root, c);
+    heat_deck_v_probes(v, root, c);
     v_time(v, root, c);
     v_steady(v, root, c);
     v_initial(v, root, c);
     v_boundary(v, root, c);
+    heat_deck_check_conductivity(v, root, c);
     v_output(v, root, c);
     v_solver(v, root, c);
     validate_parallel(v, root, c);

@@ -1,10 +1,11 @@
 #include "heat_case.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-const char *const heat_bc_type_names[HEAT_BC_COUNT + 1] = {"dirichlet", "neumann", "periodic",
-                                                           NULL};
+const char *const heat_bc_type_names[HEAT_BC_COUNT + 1] = {"dirichlet",  "neumann", "periodic",
+                                                           "convective", "flux",    NULL};
 const char *const heat_init_type_names[HEAT_INIT_COUNT + 1] = {"constant", "gaussian", "sine",
                                                                "file", NULL};
 const char *const heat_backend_kind_names[HEAT_BACKEND_COUNT + 1] = {"auto", "cpu", "cuda", NULL};
@@ -149,6 +150,122 @@ static int check_dt(const heat_case *c, heat_error *err)
     return HEAT_OK;
 }
 
+int heat_case_coeffs(const heat_case *c, const heat_classes *cls, heat_coeffs *k, heat_error *err)
+{
+    memset(k, 0, sizeof *k);
+    const int nm = c->materials.count > 0 ? c->materials.count : 1;
+    k->nmat = nm;
+    k->ncls = cls->count;
+    k->w = malloc(sizeof *k->w * 3 * (size_t)nm * (size_t)nm);
+    if (!k->w) return heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material tables");
+    const double dt = c->d.dt;
+    for (int d = 0; d < 3; d++)
+        for (int a = 0; a < nm; a++) {
+            const heat_material *m = &c->materials.m[a];
+            for (int b = 0; b < nm; b++)
+                k->w[((size_t)d * nm + a) * nm + b] =
+                    d < c->grid.dims
+                        ? dt * heat_case_face_k(c, a, b) / (m->rho * m->cp * c->d.h[d] * c->d.h[d])
+                        : 0.0;
+        }
+    for (int i = 0; i < cls->count; i++) {
+        const heat_material *m = &c->materials.m[cls->material[i]];
+        k->mat[i] = cls->material[i];
+        k->q[i] = dt * cls->power[i] / (m->rho * m->cp);
+    }
+    for (int f = 0; f < HEAT_NFACES; f++) {
+        const heat_bc *bc = &c->bc[f];
+        const double h = c->d.h[f / 2];
+        k->ambient[f] = bc->ambient;
+        for (int a = 0; a < nm; a++) {
+            const double ka = c->materials.m[a].k;
+            k->g[f][a] = bc->type == HEAT_BC_NEUMANN ? 2.0 * h * bc->gradient
+                         : bc->type == HEAT_BC_FLUX  ? 2.0 * h * bc->value / ka
+                                                     : 0.0;
+            k->beta[f][a] = bc->type == HEAT_BC_CONVECTIVE ? 2.0 * h * bc->h / ka : 0.0;
+        }
+    }
+    return HEAT_OK;
+}
+
+void heat_coeffs_free(heat_coeffs *k)
+{
+    free(k->w);
+    k->w = NULL;
+}
+
+double heat_case_face_k(const heat_case *c, int a, int b)
+{
+    const double ka = c->materials.m[a].k, kb = c->materials.m[b].k;
+    return a == b ? ka : 2.0 * ka * kb / (ka + kb);
+}
+
+/* The stability limit of the variable-coefficient update. A node of
+ * material a changes by dt / (rho c)_a times the sum over its faces of
+ * K_f (u_f - u) / h^2, K_f the harmonic mean of the two conductivities; on a
+ * convective face the mirrored ghost also takes beta (u - ambient), beta =
+ * 2 h h_c / k_a. The update is monotone (every weight >= 0) while dt times
+ * the sum of the weights on u stays <= 1. Counting each face with the largest
+ * K_f that material a has with any material listed gives, per material,
+ *   S_a = Kmax_a / (rho c)_a (sum_d 2 / h_d^2 + sum_d max_side beta / h_d^2)
+ * and dt_max = min_a 1 / S_a: the material of the most restrictive nodes,
+ * remembered in d.dt_material. */
+static void general_dt_max(heat_case *c)
+{
+    c->d.dt_max = INFINITY;
+    c->d.dt_material = -1;
+    for (int a = 0; a < c->materials.count; a++) {
+        double kmax = 0;
+        for (int b = 0; b < c->materials.count; b++) kmax = fmax(kmax, heat_case_face_k(c, a, b));
+        const heat_material *m = &c->materials.m[a];
+        double sum = 0;
+        for (int d = 0; d < c->grid.dims; d++) {
+            const double h = c->d.h[d];
+            double beta = 0;
+            for (int side = 0; side < 2; side++) {
+                const heat_bc *bc = &c->bc[2 * d + side];
+                if (bc->type == HEAT_BC_CONVECTIVE) beta = fmax(beta, 2.0 * h * bc->h / m->k);
+            }
+            sum += (2.0 + beta) / (h * h);
+        }
+        const double dt = 1.0 / (kmax / (m->rho * m->cp) * sum);
+        if (dt < c->d.dt_max) c->d.dt_max = dt, c->d.dt_material = a;
+    }
+}
+
+/* Whether the case needs the variable-coefficient update: several
+ * materials, a heat source, or a convective or flux face (whose ghosts
+ * depend on the conductivity). The uniform kernels see only Dirichlet,
+ * Neumann and periodic faces. */
+static int needs_general(const heat_case *c)
+{
+    if (c->materials.count > 1 || c->sources.count > 0) return 1;
+    for (int f = 0; f < 2 * c->grid.dims; f++)
+        if (c->bc[f].type == HEAT_BC_CONVECTIVE || c->bc[f].type == HEAT_BC_FLUX) return 1;
+    return 0;
+}
+
+/* Each probe's nearest node (a periodic axis wraps). */
+static void probe_nodes(heat_case *c)
+{
+    for (int i = 0; i < c->probes.count; i++) {
+        heat_probe *p = &c->probes.p[i];
+        for (int a = 0; a < 3; a++) {
+            const int64_t n = c->grid.n[a];
+            if (a >= c->grid.dims) {
+                p->node[a] = 0;
+                continue;
+            }
+            int64_t k = (int64_t)llround((p->at[a] - c->grid.origin[a]) / c->d.h[a]);
+            if (c->bc[2 * a].type == HEAT_BC_PERIODIC)
+                k = ((k % n) + n) % n;
+            else
+                k = k < 0 ? 0 : (k >= n ? n - 1 : k);
+            p->node[a] = k;
+        }
+    }
+}
+
 int heat_case_derive(heat_case *c, heat_error *err)
 {
     memset(&c->d, 0, sizeof c->d);
@@ -164,7 +281,11 @@ int heat_case_derive(heat_case *c, heat_error *err)
         inv_h2 += 1.0 / (c->d.h[a] * c->d.h[a]);
     }
     c->d.dt_max = 0.5 / (c->alpha * inv_h2);
+    c->d.dt_material = -1;
+    c->d.general = needs_general(c);
+    if (c->d.general) general_dt_max(c);
     c->d.points = c->grid.n[0] * c->grid.n[1] * c->grid.n[2];
+    probe_nodes(c);
     int rc = check_derived(c, err);
     if (rc) return rc;
 
@@ -172,10 +293,14 @@ int heat_case_derive(heat_case *c, heat_error *err)
     if (c->time.has_dt && dt > c->d.dt_max)
         return heat_error_set(err, HEAT_EINPUT,
                               "%s%stime.dt = %.9g is above the stability limit dt_max = %.9g "
-                              "(forward Euler needs sum of alpha*dt/h^2 over the axes <= 1/2; "
-                              "here it would be %.6g): use dt <= %.9g or leave dt out",
+                              "(%s; here it would be %.6g): use dt <= %.9g or leave dt out",
                               c->time.dt_where, c->time.dt_where[0] ? ": " : "", dt, c->d.dt_max,
-                              0.5 * dt / c->d.dt_max, c->d.dt_max);
+                              c->d.general ? "the update of the most restrictive material's "
+                                             "nodes must keep every weight >= 0"
+                                           : "forward Euler needs sum of alpha*dt/h^2 over the "
+                                             "axes <= 1/2",
+                              c->d.general ? dt / c->d.dt_max : 0.5 * dt / c->d.dt_max,
+                              c->d.dt_max);
     c->d.end_step = -1;
     if (c->time.has_end) {
         double n = 1;

@@ -26,13 +26,73 @@
 /* Faces in the order they appear in a deck; face = 2*axis + side. */
 enum heat_face { HEAT_X_LO, HEAT_X_HI, HEAT_Y_LO, HEAT_Y_HI, HEAT_Z_LO, HEAT_Z_HI, HEAT_NFACES };
 
-typedef enum { HEAT_BC_DIRICHLET, HEAT_BC_NEUMANN, HEAT_BC_PERIODIC, HEAT_BC_COUNT } heat_bc_type;
+typedef enum {
+    HEAT_BC_DIRICHLET,
+    HEAT_BC_NEUMANN,
+    HEAT_BC_PERIODIC,
+    HEAT_BC_CONVECTIVE,
+    HEAT_BC_FLUX,
+    HEAT_BC_COUNT
+} heat_bc_type;
 
 typedef struct heat_bc {
     heat_bc_type type;
-    double value;    /* Dirichlet: the held value */
+    double value;    /* Dirichlet: the held value; flux: heat flux into the domain, W/m^2 */
     double gradient; /* Neumann: du/dn, n the outward normal */
+    double h;        /* convective: the heat transfer coefficient, W/(m^2 K) */
+    double ambient;  /* convective: the ambient temperature */
 } heat_bc;
+
+/* Materials, regions that paint them, heat sources and probes (docs/DECK.md). */
+#define HEAT_MATERIALS_MAX    255 /* a node's material is one byte */
+#define HEAT_MATERIAL_NAME    32
+#define HEAT_REGIONS_MAX      128
+#define HEAT_FILE_REGIONS_MAX 4
+#define HEAT_SOURCES_MAX      64
+#define HEAT_PROBES_MAX       64
+
+typedef struct heat_material {
+    char name[HEAT_MATERIAL_NAME];
+    double k;   /* conductivity, W/(m K) */
+    double rho; /* density, kg/m^3 */
+    double cp;  /* specific heat, J/(kg K) */
+} heat_material;
+
+typedef enum {
+    HEAT_SHAPE_BOX,
+    HEAT_SHAPE_SPHERE,
+    HEAT_SHAPE_CYLINDER,
+    HEAT_SHAPE_FILE
+} heat_shape_kind;
+
+/* Where a region or a source lies. A node belongs to it when it lies inside
+ * or on it (within 1e-9 of the grid's spacing, so that a box edge drawn on a
+ * node takes it). */
+typedef struct heat_shape {
+    heat_shape_kind kind;
+    double min[3], max[3]; /* box */
+    double center[3];      /* sphere; cylinder: the two coordinates across its axis */
+    double radius;         /* sphere, cylinder */
+    int axis;              /* cylinder: 0, 1, 2 for x, y, z */
+    double lo, hi;         /* cylinder: its extent along the axis */
+    int file;              /* file: index into heat_case.regions.files */
+} heat_shape;
+
+typedef struct heat_region {
+    int material; /* index into materials; -1 for a file region (the file holds the indices) */
+    heat_shape shape;
+} heat_region;
+
+typedef struct heat_source {
+    heat_shape shape;
+    double power; /* W/m^3 */
+} heat_source;
+
+typedef struct heat_probe {
+    char name[HEAT_MATERIAL_NAME];
+    double at[3];
+    int64_t node[3]; /* the nearest node (derived) */
+} heat_probe;
 
 typedef enum {
     HEAT_INIT_CONSTANT,
@@ -82,7 +142,34 @@ typedef struct heat_case {
         int dims; /* 2 or 3 */
     } grid;
 
-    double alpha; /* diffusivity */
+    double alpha; /* diffusivity: the deck's, or k / (rho c) of a single physical material */
+
+    /* material = { diffusivity } leaves count 0; material = { conductivity,
+     * density, specific_heat } gives one, materials = ( ... ) several. */
+    struct {
+        int count;
+        heat_material m[HEAT_MATERIALS_MAX];
+    } materials;
+
+    struct {
+        int count;
+        heat_region r[HEAT_REGIONS_MAX];
+        int nfiles;
+        struct {
+            char path[HEAT_PATH_MAX];
+            char dataset[HEAT_NAME_MAX];
+        } files[HEAT_FILE_REGIONS_MAX];
+    } regions;
+
+    struct {
+        int count;
+        heat_source s[HEAT_SOURCES_MAX];
+    } sources;
+
+    struct {
+        int count;
+        heat_probe p[HEAT_PROBES_MAX];
+    } probes;
 
     struct {
         int has_end;
@@ -146,6 +233,11 @@ typedef struct heat_case {
         int64_t stop_step;   /* min(end_step, max_steps), or -1 when only steady stops */
         int64_t check_every; /* residual / NaN check interval */
         int64_t points;      /* nx * ny * nz */
+        /* Materials, sources, convective or flux faces: the variable-
+         * coefficient update (per-node material index) instead of the
+         * uniform one. */
+        int general;
+        int dt_material; /* the material whose nodes set dt_max (general), or -1 */
     } d;
 } heat_case;
 
@@ -213,6 +305,49 @@ double heat_case_value_scale(const heat_case *c);
  * 2^-52 in double). A steady tolerance below it may never be reached: the
  * changes of single ulps go on for ever. */
 double heat_case_residual_floor(const heat_case *c, double umax);
+
+/* ---- the variable-coefficient update (d.general) ------------------------
+ *
+ * A node's class, one byte, names its material and the summed power of the
+ * sources it lies in; the classes of a box are painted by solver/materials.c.
+ * The update of node p (class c, material a = mat[c]), in this order in every
+ * backend, so that they agree bit for bit:
+ *   for each axis d (x, y, z): dm = u_{d-} - u, dp = u_{d+} - u
+ *     s_d = w[d][a][m(d-)] dm + w[d][a][m(d+)] dp
+ *   s = s_x;  s = s + s_y;  s = s + s_z (3D);  u' = u + (s + q[c])
+ * with w[d][a][b] = dt K(a, b) / ((rho c)_a h_d^2) and q[c] = dt q_c / (rho c)_a.
+ * A mirrored ghost (Neumann, flux, convective faces) takes the inner node's
+ * material and value: dm = (u_1 + g[f][a]) - u for Neumann (g = 2 h gradient)
+ * and flux (g = 2 h value / k_a), dm = (u_1 - u) - beta[f][a] (u - ambient)
+ * for a convective face (beta = 2 h h_c / k_a). Dirichlet nodes hold their
+ * value; a periodic axis wraps. Every table entry is computed in double and
+ * rounded once to the run's precision. */
+#define HEAT_CLASSES_MAX 256
+
+typedef struct heat_classes {
+    int count;
+    uint8_t material[HEAT_CLASSES_MAX];
+    double power[HEAT_CLASSES_MAX]; /* W/m^3 */
+} heat_classes;
+
+typedef struct heat_coeffs {
+    int nmat, ncls;
+    double *w; /* [3][nmat][nmat], malloc'd */
+    double q[HEAT_CLASSES_MAX];
+    uint8_t mat[HEAT_CLASSES_MAX];
+    double g[HEAT_NFACES][HEAT_MATERIALS_MAX], beta[HEAT_NFACES][HEAT_MATERIALS_MAX];
+    double ambient[HEAT_NFACES];
+} heat_coeffs;
+
+/* The tables of the update for the case (derived: its dt) and the classes;
+ * HEAT_ERUNTIME when out of memory. Free with heat_coeffs_free. */
+int heat_case_coeffs(const heat_case *c, const heat_classes *cls, heat_coeffs *k, heat_error *err);
+void heat_coeffs_free(heat_coeffs *k);
+
+/* The conductivity of the face between nodes of materials a and b: the
+ * harmonic mean 2 k_a k_b / (k_a + k_b) (exact for layers in series whose
+ * interface lies midway between the nodes), k_a itself for a == b. */
+double heat_case_face_k(const heat_case *c, int a, int b);
 
 /* Simulated time at `step`: step * dt, and exactly time.end at end_step. */
 double heat_case_time(const heat_case *c, int64_t step);

@@ -99,6 +99,18 @@ void heat_file_meta_free(heat_file_meta *m);
  * the deck key, the deck's value and the file's. */
 int heat_file_check_case(const heat_file_meta *m, const heat_case *c, heat_error *err);
 
+/* An integer dataset of one value per node, such as a material index map
+ * (regions = ( { file = { path; dataset; }; } ), docs/DECK.md), read plane
+ * by plane. Open checks that it is an integer dataset of the grid's shape,
+ * (nz, ny, nx), or (ny, nx) for nz = 1: HEAT_EINPUT naming the file and
+ * dataset otherwise. */
+typedef struct heat_intfile heat_intfile;
+int heat_intfile_open(const char *path, const char *dataset, const int64_t n[3], heat_intfile **out,
+                      heat_error *err);
+/* Plane k (ny nx values, x fastest), as 32-bit integers. */
+int heat_intfile_plane(heat_intfile *f, int64_t k, int32_t *plane, heat_error *err);
+void heat_intfile_close(heat_intfile *f);
+
 /* "snapshot" or "checkpoint". */
 const char *heat_file_kind_name(heat_file_kind k);
 

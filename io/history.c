@@ -1,4 +1,5 @@
-/* history.csv: a row per check step, rewritten on a restart. */
+/* The run's CSV files, history.csv and probes.csv: a row per check step,
+ * appended and flushed at once, rewritten on a restart. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,23 +9,58 @@
 #include "io_util.h"
 #include "output_impl.h"
 
-/* On a restart, rows after the restart step belong to the interrupted run's
- * future, which is about to be computed again: drop them. The row of the
- * restart step itself keeps its residual (this run does not compute it
- * again); only a row without one, a mark of an earlier start there, goes,
- * since this run writes that mark anew. */
+/* The step a row starts with; 0 for the header (no number). */
+static int row_step(const char *line, long long *step, char **end)
+{
+    *step = strtoll(line, end, 10);
+    return *end != line;
+}
+
+/* history.csv on a restart: rows after the restart step belong to the
+ * interrupted run's future, which is about to be computed again: drop them.
+ * The row of the restart step itself keeps its residual (this run does not
+ * compute it again); only a row without one, a mark of an earlier start
+ * there, goes, since this run writes that mark anew. */
 static int keep_history_row(const char *line, int64_t start_step)
 {
     char *end;
-    long long step = strtoll(line, &end, 10);
-    if (end == line) return 1; /* the header */
-    if (step < start_step) return 1;
+    long long step;
+    if (!row_step(line, &step, &end) || step < start_step) return 1;
     if (step > start_step) return 0;
     const char *p = strchr(end + 1, ','); /* after the time */
     return p && p[1] != ',' && p[1] != '\0' && p[1] != '\n';
 }
 
-static int truncate_history(const char *path, int64_t start_step, heat_error *err)
+/* probes.csv: the rows up to the restart step stay (it writes at check
+ * steps only, and not again at the step it starts from). */
+static int keep_probe_row(const char *line, int64_t start_step)
+{
+    char *end;
+    long long step;
+    return !row_step(line, &step, &end) || step <= start_step;
+}
+
+/* Writes `line` (with its newline) to g, in the current layout: the header
+ * becomes `header`; a row of fewer columns (an older heat's) gets empty
+ * ones at its end. */
+static void put_row(FILE *g, const char *line, const char *header)
+{
+    long long step;
+    char *end;
+    if (!row_step(line, &step, &end)) {
+        fprintf(g, "%s\n", header);
+        return;
+    }
+    int have = 0, want = 0;
+    for (const char *p = line; *p && *p != '\n'; p++) have += *p == ',';
+    for (const char *p = header; *p; p++) want += *p == ',';
+    fprintf(g, "%.*s", (int)strcspn(line, "\n"), line);
+    for (; have < want; have++) fputc(',', g);
+    fputc('\n', g);
+}
+
+static int truncate_csv(const char *path, const char *header, int64_t start_step,
+                        int (*keep)(const char *, int64_t), heat_error *err)
 {
     FILE *f = fopen(path, "r");
     if (!f) return HEAT_OK;
@@ -35,9 +71,11 @@ static int truncate_history(const char *path, int64_t start_step, heat_error *er
         fclose(f);
         return heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: %s", tmp, strerror(errno));
     }
-    char line[512];
-    while (fgets(line, sizeof line, f))
-        if (keep_history_row(line, start_step)) fputs(line, g);
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0)
+        if (keep(line, start_step)) put_row(g, line, header);
+    free(line);
     fclose(f);
     int bad = fflush(g) != 0 || ferror(g);
     bad |= fclose(g) != 0;
@@ -48,16 +86,28 @@ static int truncate_history(const char *path, int64_t start_step, heat_error *er
     return heat_io_commit(tmp, path, err);
 }
 
-int heat_history_open(const char *path, int resume, int64_t start_step, FILE **f, heat_error *err)
+static int csv_open(const char *path, const char *header, int resume, int64_t start_step,
+                    int (*keep)(const char *, int64_t), FILE **f, heat_error *err)
 {
     int append = resume && access(path, F_OK) == 0;
     if (append) {
-        int rc = truncate_history(path, start_step, err);
+        int rc = truncate_csv(path, header, start_step, keep, err);
         if (rc) return rc;
     }
     *f = fopen(path, append ? "a" : "w");
     if (!*f)
         return heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: %s", path, strerror(errno));
-    if (!append) fprintf(*f, "step,time,residual,wall_seconds\n");
+    if (!append) fprintf(*f, "%s\n", header);
     return HEAT_OK;
+}
+
+int heat_history_open(const char *path, int resume, int64_t start_step, FILE **f, heat_error *err)
+{
+    return csv_open(path, HEAT_HISTORY_HEADER, resume, start_step, keep_history_row, f, err);
+}
+
+int heat_probes_open(const char *path, const char *header, int resume, int64_t start_step, FILE **f,
+                     heat_error *err)
+{
+    return csv_open(path, header, resume, start_step, keep_probe_row, f, err);
 }

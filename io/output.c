@@ -29,6 +29,8 @@ struct heat_output {
     const heat_case *c;
     char dir[HEAT_PATH_MAX];
     char history_path[HEAT_PATH_MAX + 32];
+    char probes_path[HEAT_PATH_MAX + 32];
+    FILE *probes;
     FILE *history;
     char *deck;
     heat_output_options opt;
@@ -205,6 +207,25 @@ static int prepare_dir(const char *dir, heat_output_mode mode, FILE *notices, in
     return rc;
 }
 
+/* probes.csv with its header: each probe's name and the node it reads. */
+static int open_probes(heat_output *o, int resume, int64_t start_step, heat_error *err)
+{
+    const heat_case *c = o->c;
+    size_t cap = 32 + (size_t)c->probes.count * (HEAT_MATERIAL_NAME + 80), len = 0;
+    char *header = malloc(cap);
+    if (!header) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    len += (size_t)snprintf(header, cap, "step,time");
+    for (int i = 0; i < c->probes.count; i++) {
+        const heat_probe *p = &c->probes.p[i];
+        len +=
+            (size_t)snprintf(header + len, cap - len, ",%s (node %lld %lld %lld)", p->name,
+                             (long long)p->node[0], (long long)p->node[1], (long long)p->node[2]);
+    }
+    int rc = heat_probes_open(o->probes_path, header, resume, start_step, &o->probes, err);
+    free(header);
+    return rc;
+}
+
 int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_output **out,
                      heat_error *err)
 {
@@ -237,6 +258,7 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
     pthread_cond_init(&o->done, NULL);
     snprintf(o->dir, sizeof o->dir, "%s", c->output.dir);
     snprintf(o->history_path, sizeof o->history_path, "%s/history.csv", o->dir);
+    snprintf(o->probes_path, sizeof o->probes_path, "%s/probes.csv", o->dir);
     heat_index_init(&o->index, c, o->dir);
     const int resume = opt->mode == HEAT_OUTPUT_CONTINUE;
     if (!o->deck)
@@ -245,6 +267,7 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
         rc = heat_index_resume(&o->index, o->dir, opt->start_step, opt->notices, err);
     if (!rc && !follower)
         rc = heat_history_open(o->history_path, resume, opt->start_step, &o->history, err);
+    if (!rc && !follower && c->probes.count > 0) rc = open_probes(o, resume, opt->start_step, err);
     /* A run killed between writing a checkpoint and removing the oldest
      * leaves one too many: the kept number holds from the start. */
     if (!rc && resume && !follower)
@@ -270,6 +293,7 @@ void heat_output_close(heat_output *o)
         pthread_join(o->thread, NULL);
     }
     if (o->history) fclose(o->history);
+    if (o->probes) fclose(o->probes);
     for (int i = 0; i < o->nalloc; i++) o->opt.alloc.free(o->buf[i], o->opt.alloc.ctx);
     pthread_cond_destroy(&o->done);
     pthread_cond_destroy(&o->work);
@@ -282,19 +306,50 @@ void heat_output_close(heat_output *o)
 
 /* --------------------------------------------------- the driver's side */
 
-int heat_output_history(heat_output *o, int64_t step, double time, double residual, double wall,
-                        heat_error *err)
+/* A CSV field: the number, or nothing for NaN. */
+static void put_field(FILE *f, const char *fmt, double v)
+{
+    fputc(',', f);
+    if (!isnan(v)) fprintf(f, fmt, v);
+}
+
+static int flushed(FILE *f, const char *path, heat_error *err)
+{
+    if (fflush(f) != 0 || ferror(f))
+        return heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: %s", path, strerror(errno));
+    return HEAT_OK;
+}
+
+int heat_output_history_row(heat_output *o, const heat_history_row *r, heat_error *err)
 {
     int rc = report_failure(o, err);
     if (rc || o->follower) return rc;
-    if (isnan(residual))
-        fprintf(o->history, "%lld,%.17g,,%.6f\n", (long long)step, time, wall);
-    else
-        fprintf(o->history, "%lld,%.17g,%.9g,%.6f\n", (long long)step, time, residual, wall);
-    if (fflush(o->history) != 0 || ferror(o->history))
-        return heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: %s", o->history_path,
-                              strerror(errno));
-    return HEAT_OK;
+    fprintf(o->history, "%lld,%.17g", (long long)r->step, r->time);
+    put_field(o->history, "%.9g", r->residual);
+    fprintf(o->history, ",%.6f", r->wall);
+    put_field(o->history, "%.9g", r->min);
+    put_field(o->history, "%.9g", r->max);
+    put_field(o->history, "%.9g", r->mean);
+    fputc('\n', o->history);
+    return flushed(o->history, o->history_path, err);
+}
+
+int heat_output_probes(heat_output *o, int64_t step, double time, const double *values,
+                       heat_error *err)
+{
+    int rc = report_failure(o, err);
+    if (rc || o->follower || !o->probes) return rc;
+    fprintf(o->probes, "%lld,%.17g", (long long)step, time);
+    for (int i = 0; i < o->c->probes.count; i++) put_field(o->probes, "%.17g", values[i]);
+    fputc('\n', o->probes);
+    return flushed(o->probes, o->probes_path, err);
+}
+
+int heat_output_history(heat_output *o, int64_t step, double time, double residual, double wall,
+                        heat_error *err)
+{
+    const heat_history_row r = {step, time, residual, wall, NAN, NAN, NAN};
+    return heat_output_history_row(o, &r, err);
 }
 
 int heat_output_acquire(heat_output *o, void **buffer, heat_error *err)

@@ -12,7 +12,8 @@
  * (history, acquire, submit, flush), with the file named, as HEAT_ERUNTIME.
  *
  * In `dir` (docs/FORMAT.md has the details):
- *   history.csv                       step, time, residual, wall seconds
+ *   history.csv                       step, time, residual, wall seconds, min, max, mean
+ *   probes.csv                        step, time, a value per probe (cases with probes)
  *   <name>_<step:08>.vtkhdf           snapshots (VTKHDF ImageData)
  *   <name>_ckpt_<step:08>.vtkhdf      checkpoints (the same layout)
  *   <name>.xmf                        XDMF 3 time series of the snapshots
@@ -96,6 +97,21 @@ int heat_output_check_path(const char *dir, heat_error *err);
  * HEAT_ERUNTIME with the path and the system's reason on failure. */
 int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_output **out,
                      heat_error *err);
+
+/* A row of history.csv; NaN for a residual or statistic not computed. */
+typedef struct heat_history_row {
+    int64_t step;
+    double time, residual, wall;
+    double min, max, mean; /* of the field */
+} heat_history_row;
+
+/* Appends a row to history.csv (empty fields for NaN). Flushed at once so
+ * that the file is current whenever the run stops. */
+int heat_output_history_row(heat_output *o, const heat_history_row *row, heat_error *err);
+
+/* Appends a row to probes.csv (the case's probes, in the deck's order). */
+int heat_output_probes(heat_output *o, int64_t step, double time, const double *values,
+                       heat_error *err);
 
 /* Appends a row to history.csv: step, time, residual (empty when NaN is
  * passed for "not computed"), wall seconds. Flushed at once so that the file

@@ -1,5 +1,6 @@
 /* The dispatch of the backend seam (backend.h): creation by solver.backend,
  * then every call through the backend's table of operations. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +43,24 @@ static int create_cuda(const heat_case *c, FILE *notices, heat_backend **out, he
 }
 #endif
 
+/* A general case (materials, sources, convective or flux faces) on a
+ * backend that does not offer the variable-coefficient update: "auto" runs
+ * on the CPU, saying why; "cuda" is refused at creation. */
+static heat_backend_kind general_backend(const heat_case *c, FILE *notices)
+{
+    if (!c->d.general || c->solver.backend != HEAT_BACKEND_AUTO || heat_backend_gpu_general())
+        return c->solver.backend;
+    char why[256];
+    if (notices && heat_backend_gpu_usable(why, sizeof why))
+        fprintf(notices, "notice: materials, sources, convective and flux faces run on the CPU "
+                         "backend in this build\n");
+    return HEAT_BACKEND_CPU;
+}
+
 int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
 {
     *out = NULL;
-    switch (c->solver.backend) {
+    switch (general_backend(c, notices)) {
     case HEAT_BACKEND_CPU:
         return create_cpu(c, notices, out, err);
     case HEAT_BACKEND_CUDA:
@@ -82,7 +97,7 @@ static void notice_part_unfused(const heat_case *c, const char *who, FILE *notic
 /* Under "auto" on a part: the GPU only when every rank has a usable one. */
 static int part_wants_gpu(const heat_case *c, const heat_halo_comm *comm, FILE *notices)
 {
-    if (c->solver.backend == HEAT_BACKEND_CPU) return 0;
+    if (general_backend(c, NULL) == HEAT_BACKEND_CPU) return 0;
 #ifdef HEAT_HAVE_CUDA
     /* One GPU per rank of a node, chosen before CUDA makes a context. */
     heat_cuda_select_device(comm->node_rank);
@@ -185,6 +200,15 @@ const char *heat_backend_builtin(void)
 #endif
 }
 
+int heat_backend_gpu_general(void)
+{
+#ifdef HEAT_HAVE_CUDA
+    return heat_cuda_general();
+#else
+    return 0;
+#endif
+}
+
 int heat_backend_has_gpu_build(void)
 {
 #ifdef HEAT_HAVE_CUDA
@@ -252,4 +276,72 @@ int heat_backend_poison_next(heat_backend *b, heat_error *err)
 {
     if (!b->ops->poison_next) return not_offered(b, "poisoning the next time level", err);
     return b->ops->poison_next(b, err);
+}
+
+void heat_backend_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3])
+{
+    if (b->ops->class_box) {
+        b->ops->class_box(b, lo, n);
+        return;
+    }
+    for (int a = 0; a < 3; a++) lo[a] = 0, n[a] = b->c->grid.n[a];
+}
+
+int heat_backend_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
+                             heat_error *err)
+{
+    if (!b->ops->set_classes) return not_offered(b, "materials, sources and convective faces", err);
+    return b->ops->set_classes(b, cls, k, err);
+}
+
+/* The stats and samples of a backend that does not offer them: from a
+ * download of the field (the owned box is then the whole grid). */
+static void *download_all(heat_backend *b, heat_error *err)
+{
+    void *f = malloc((size_t)b->c->d.points * heat_case_value_size(b->c));
+    if (!f) {
+        heat_error_set(err, HEAT_ERUNTIME, "out of memory for the field's statistics");
+        return NULL;
+    }
+    if (heat_backend_download(b, f, err)) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static double value_at(const heat_case *c, const void *f, int64_t i)
+{
+    return c->solver.precision == HEAT_FLOAT ? (double)((const float *)f)[i]
+                                             : ((const double *)f)[i];
+}
+
+int heat_backend_field_stats(heat_backend *b, double *min, double *max, double *sum,
+                             heat_error *err)
+{
+    if (b->ops->field_stats) return b->ops->field_stats(b, min, max, sum, err);
+    void *f = download_all(b, err);
+    if (!f) return err->code;
+    double lo = INFINITY, hi = -INFINITY, s = 0;
+    for (int64_t i = 0; i < b->c->d.points; i++) {
+        const double v = value_at(b->c, f, i);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        s += v;
+    }
+    free(f);
+    *min = lo, *max = hi, *sum = s;
+    return HEAT_OK;
+}
+
+int heat_backend_sample(heat_backend *b, int n, const int64_t *index, double *values,
+                        heat_error *err)
+{
+    if (n <= 0) return HEAT_OK;
+    if (b->ops->sample) return b->ops->sample(b, n, index, values, err);
+    void *f = download_all(b, err);
+    if (!f) return err->code;
+    for (int i = 0; i < n; i++) values[i] = value_at(b->c, f, index[i]);
+    free(f);
+    return HEAT_OK;
 }

@@ -72,6 +72,11 @@ const char *heat_backend_builtin(void);
 /* Whether this build has a GPU backend (known without looking for a GPU). */
 int heat_backend_has_gpu_build(void);
 
+/* Whether its GPU backend runs the variable-coefficient update (materials,
+ * sources, convective and flux faces); where not, solver.backend = "auto"
+ * runs such cases on the CPU. */
+int heat_backend_gpu_general(void);
+
 /* Whether a GPU the CUDA backend can run on is present. When not, writes the
  * reason ("this heat was built without CUDA", "no CUDA device found", the
  * driver's message) into why[n] and returns 0. */
@@ -85,6 +90,35 @@ void heat_backend_select_gpu(int node_rank);
 /* The name of the GPU the CUDA backend would use into buf[n] ("" when there
  * is none or the build has no CUDA). */
 void heat_backend_gpu_name(char *buf, size_t n);
+
+/* ---- the variable-coefficient update (c->d.general) ----------------------
+ * Materials, sources, convective and flux faces: each node has a class (one
+ * byte: its material and source, heat_case.h). The caller paints the
+ * classes of the box the backend asks for and hands them over with the
+ * tables of the update, before the first advance. */
+
+/* The box of grid nodes, in the grid's indices, whose classes the backend
+ * holds: its whole array, ghost layers included (lo may be below 0 and
+ * lo + n beyond the grid: periodic images, or nodes beyond a face that are
+ * never read). */
+void heat_backend_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3]);
+
+/* The classes of that box (n[0] * n[1] * n[2] bytes, x fastest) and the
+ * tables (copied). HEAT_ERUNTIME when out of memory. */
+int heat_backend_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
+                             heat_error *err);
+
+/* ---- what history.csv and probes.csv read ---------------------------------- */
+
+/* The smallest, the largest and the sum of the field's values over the
+ * nodes this backend owns (its box of a distributed grid). */
+int heat_backend_field_stats(heat_backend *b, double *min, double *max, double *sum,
+                             heat_error *err);
+
+/* The values of the field at n nodes this backend owns, given by their index
+ * in its owned box (x fastest). */
+int heat_backend_sample(heat_backend *b, int n, const int64_t *index, double *values,
+                        heat_error *err);
 
 /* ---- optional operations: measurement and tests --------------------------
  * A backend may leave these out; then they return HEAT_EINPUT saying so. */

@@ -24,6 +24,13 @@ typedef struct heat_backend_ops {
     void (*halo_stats)(const heat_backend *b, heat_halo_stats *stats);
     int (*bench_halo)(heat_backend *b, int runs, double *pack_ms, double *transfer_ms,
                       double *unpack_ms, heat_error *err);
+    /* The variable-coefficient update (NULL: not offered, and then a
+     * general case is refused at creation). */
+    void (*class_box)(const heat_backend *b, int64_t lo[3], int64_t n[3]);
+    int (*set_classes)(heat_backend *b, const uint8_t *cls, const heat_coeffs *k, heat_error *err);
+    /* Optional (NULL: the dispatch downloads the field and computes them). */
+    int (*field_stats)(heat_backend *b, double *min, double *max, double *sum, heat_error *err);
+    int (*sample)(heat_backend *b, int n, const int64_t *index, double *values, heat_error *err);
 } heat_backend_ops;
 
 struct heat_backend {

@@ -11,8 +11,9 @@
 
 #include "backend.h"
 #include "h5file.h"
-#include "initial.h"
 #include "h5part.h"
+#include "initial.h"
+#include "materials.h"
 #include "output.h"
 #include "parallel.h"
 #include "progress.h"
@@ -289,6 +290,76 @@ static int create_backend(run_state *s, heat_error *err)
     return agree(s, rc, err);
 }
 
+/* The variable-coefficient update: the classes of the box the backend
+ * holds, painted here, and the tables (collective). Regions that contain no
+ * node of the whole grid are said once. */
+static int setup_classes(run_state *s, heat_error *err)
+{
+    const heat_case *c = s->c;
+    if (!c->d.general) return HEAT_OK;
+    int64_t lo[3], n[3];
+    heat_backend_class_box(s->b, lo, n);
+    uint8_t *cls = malloc((size_t)(n[0] * n[1] * n[2]));
+    heat_classes t = {0};
+    heat_coeffs k = {0};
+    int contained[HEAT_REGIONS_MAX] = {0};
+    int rc = cls ? heat_materials_paint(c, lo, n, cls, &t, contained, err)
+                 : heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material classes");
+    if (!rc) rc = heat_case_coeffs(c, &t, &k, err);
+    if (!rc) rc = heat_backend_set_classes(s->b, cls, &k, err);
+    heat_coeffs_free(&k);
+    free(cls);
+    if ((rc = agree(s, rc, err))) return rc;
+    double any[HEAT_REGIONS_MAX];
+    for (int r = 0; r < c->regions.count; r++) any[r] = contained[r];
+    heat_par_max(s->par, any, c->regions.count);
+    for (int r = 0; r < c->regions.count; r++) contained[r] = any[r] > 0;
+    heat_materials_notice_empty(c, contained, s->opt->notices);
+    return HEAT_OK;
+}
+
+/* A row of history.csv at s->step: the residual (NaN: none) and the field's
+ * minimum, maximum and mean over every rank. */
+static int history_row(run_state *s, double residual, double wall, heat_error *err)
+{
+    const heat_case *c = s->c;
+    heat_history_row r = {s->step, heat_case_time(c, s->step), residual, wall, NAN, NAN, NAN};
+    double mm[2] = {0, 0}, sum = 0;
+    int rc = heat_backend_field_stats(s->b, &mm[0], &mm[1], &sum, err);
+    rc = agree(s, rc, err);
+    if (rc) return rc;
+    mm[0] = -mm[0]; /* the minimum as the maximum of the negatives */
+    heat_par_max(s->par, mm, 2);
+    heat_par_sum(s->par, &sum, 1);
+    r.min = -mm[0], r.max = mm[1], r.mean = sum / (double)c->d.points;
+    return agree(s, heat_output_history_row(s->out, &r, err), err);
+}
+
+/* A row of probes.csv: each probe's node is read by the rank that owns it. */
+static int probes_row(run_state *s, heat_error *err)
+{
+    const heat_case *c = s->c;
+    if (c->probes.count == 0) return HEAT_OK;
+    double v[HEAT_PROBES_MAX];
+    int64_t at[HEAT_PROBES_MAX];
+    int mine[HEAT_PROBES_MAX], n = 0;
+    for (int i = 0; i < c->probes.count; i++) {
+        const int64_t *g = c->probes.p[i].node, *lo = s->part.lo, *pn = s->part.n;
+        v[i] = -INFINITY;
+        if (g[0] < lo[0] || g[0] >= lo[0] + pn[0] || g[1] < lo[1] || g[1] >= lo[1] + pn[1] ||
+            g[2] < lo[2] || g[2] >= lo[2] + pn[2])
+            continue;
+        at[n] = ((g[2] - lo[2]) * pn[1] + (g[1] - lo[1])) * pn[0] + (g[0] - lo[0]);
+        mine[n++] = i;
+    }
+    double got[HEAT_PROBES_MAX];
+    int rc = heat_backend_sample(s->b, n, at, got, err);
+    if ((rc = agree(s, rc, err))) return rc;
+    for (int i = 0; i < n; i++) v[mine[i]] = got[i];
+    heat_par_max(s->par, v, c->probes.count);
+    return agree(s, heat_output_probes(s->out, s->step, heat_case_time(c, s->step), v, err), err);
+}
+
 /* Work that every rank must finish for its neighbours not to wait forever:
  * a rank that fails in it cannot take part in the next agreement, and ends
  * the run (MPI_Abort) after saying why. */
@@ -335,6 +406,7 @@ static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, 
     if (!rc) rc = start_field(s, field, &r, err);
     if (!rc) notice_floor(s, field);
     if (!rc) rc = create_backend(s, err);
+    if (!rc) rc = setup_classes(s, err);
     if (!rc) rc = collective_or_abort(s, heat_backend_upload(s->b, field, err), err);
     free(field);
     if (!rc) rc = open_output(s, deck_text, mode, err);
@@ -451,7 +523,8 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
                               "found in the residual check; no checkpoint of it is written. Look "
                               "at the initial and boundary values, or use a smaller time.dt",
                               (long long)s->step, t);
-    int rc = heat_output_history(s->out, s->step, t, s->residual, wall, err);
+    int rc = history_row(s, s->residual, wall, err);
+    if (!rc) rc = probes_row(s, err);
     *stop = -1;
     if (c->steady.enabled && s->step % c->steady.check_every == 0) {
         if (s->residual <= c->steady.tolerance)
@@ -673,8 +746,7 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
      * a file: log lines, not a status line rewritten in place. */
     if (s.par && s.progress.mode == 1) s.progress.mode = 2, s.progress.interval = 5.0;
     res->start_step = s.step;
-    rc = heat_output_history(s.out, s.step, heat_case_time(s.c, s.step), NAN, 0.0, err);
-    if ((rc = agree(&s, rc, err))) goto done;
+    if ((rc = history_row(&s, NAN, 0.0, err))) goto done;
     if (s.step == 0) rc = write_fields(&s, HEAT_OUTPUT_SNAPSHOT, heat_wall_seconds(), err);
     if (rc) goto done;
     /* The loop's clock starts after the first snapshot is handed over (its

@@ -139,6 +139,11 @@ void heat_par_max(heat_par *p, double *v, int n)
     MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, p->ctl);
 }
 
+void heat_par_sum(heat_par *p, double *v, int n)
+{
+    if (p) MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, p->ctl);
+}
+
 void heat_par_bcast(heat_par *p, void *buf, size_t bytes)
 {
     if (p) MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, p->ctl);
@@ -330,6 +335,13 @@ int heat_par_agree(heat_par *p, int rc, heat_error *err)
 }
 
 void heat_par_max(heat_par *p, double *v, int n)
+{
+    (void)p;
+    (void)v;
+    (void)n;
+}
+
+void heat_par_sum(heat_par *p, double *v, int n)
 {
     (void)p;
     (void)v;

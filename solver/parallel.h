@@ -47,6 +47,10 @@ int heat_par_agree(heat_par *p, int rc, heat_error *err);
 /* Collective: v[i] becomes the largest v[i] of all ranks (NaN as Inf). */
 void heat_par_max(heat_par *p, double *v, int n);
 
+/* Collective: v[i] summed over every rank (in MPI's order: not bit-exact
+ * across rank counts, so only for figures that need not be). */
+void heat_par_sum(heat_par *p, double *v, int n);
+
 /* Collective: rank 0's bytes at buf on every rank. */
 void heat_par_bcast(heat_par *p, void *buf, size_t bytes);
 

@@ -61,8 +61,8 @@ static void test_unknown_keys(void **state)
                     "0.0]; };",
                     0),
                ORIGIN ":2:", "unknown key grid.orign", "did you mean origin?");
-    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = 1.0; conductivity = 2.0; };", 0),
-               ORIGIN ":3:", "unknown key material.conductivity", "diffusivity");
+    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = 1.0; viscosity = 2.0; };", 0),
+               ORIGIN ":3:", "unknown key material.viscosity", "diffusivity");
     EXPECT_ERR(deck(L_OUTPUT, "output = { evry = 10; };", 0),
                ORIGIN ":15:", "unknown key output.evry", "did you mean every?");
     EXPECT_ERR(deck(L_SOLVER, "solver = { precison = \"float\"; };", 0),

@@ -439,9 +439,17 @@ static void expect_history(const run_case *r, const int64_t *steps, int n, doubl
         }
         p = end + 1;
         double wall = strtod(p, &end);
-        if (end == p || *end != '\0') fail_msg("bad wall time in row: %s", line);
+        if (end == p || *end != ',') fail_msg("bad wall time in row: %s", line);
         assert_true(wall >= wall_prev);
         wall_prev = wall;
+        /* min, max and mean of the field: in order, and the field's own */
+        double mm[3];
+        for (int k = 0; k < 3; k++) {
+            p = end + 1;
+            mm[k] = strtod(p, &end);
+            if (end == p || *end != (k < 2 ? ',' : '\0')) fail_msg("bad min/max/mean: %s", line);
+        }
+        if (!(mm[0] <= mm[2] && mm[2] <= mm[1])) fail_msg("min <= mean <= max fails: %s", line);
     }
     line = strtok_r(NULL, "\n", &save);
     if (line) fail_msg("an extra row in history.csv: %s", line);

@@ -31,10 +31,50 @@
 #undef T
 #undef SFX
 
+#define T   float
+#define SFX f
+#include "cpu_general.inc"
+#undef T
+#undef SFX
+
+#define T   double
+#define SFX d
+#include "cpu_general.inc"
+#undef T
+#undef SFX
+
+struct cpu_gen {
+    int is_float;
+    gen_f f;
+    gen_d d;
+};
+
+cpu_gen *heat_cpu_gen_create(const heat_case *c, const heat_coeffs *k)
+{
+    cpu_gen *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->is_float = c->solver.precision == HEAT_FLOAT;
+    if (t->is_float ? gen_make_f(k, &t->f) : gen_make_d(k, &t->d)) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void heat_cpu_gen_destroy(cpu_gen *t)
+{
+    if (!t) return;
+    free(t->f.w);
+    free(t->d.w);
+    free(t);
+}
+
 typedef struct cpu_state {
     void *u, *v;   /* current and next time level */
     void *scratch; /* bench only: the copy's target */
     size_t bytes;
+    uint8_t *cls; /* the classes of the grid (general cases) */
+    cpu_gen *gen;
 } cpu_state;
 
 static int cpu_upload(heat_backend *b, const void *host, heat_error *err)
@@ -101,6 +141,10 @@ static cpu_box grid_box(const heat_case *c)
 
 double heat_cpu_sweep(const heat_case *c, const cpu_box *g, const void *u, void *out, int residual)
 {
+    if (c->d.general)
+        return c->solver.precision == HEAT_FLOAT
+                   ? gen_sweep_f(&g->gen->f, g, g->cls, u, out, residual)
+                   : gen_sweep_d(&g->gen->d, g, g->cls, u, out, residual);
     if (c->solver.precision == HEAT_FLOAT) {
         row_ops_f o = ROW_OPS_OF(float, c, g);
         const float gy[2] = GHOSTS_OF(float, c, 1), gz[2] = GHOSTS_OF(float, c, 2);
@@ -113,10 +157,23 @@ double heat_cpu_sweep(const heat_case *c, const cpu_box *g, const void *u, void 
 
 static int cpu_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
-    (void)err;
     cpu_state *s = b->impl;
     const heat_case *c = b->c;
-    const cpu_box g = grid_box(c);
+    cpu_box g = grid_box(c);
+    if (c->d.general) {
+        if (!s->gen) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no material classes");
+        g.cls = s->cls;
+        g.gen = s->gen;
+        for (int64_t n = 0; n < steps; n++) {
+            const int last = n == steps - 1;
+            const double m = heat_cpu_sweep(c, &g, s->u, s->v, residual && last);
+            void *t = s->u;
+            s->u = s->v;
+            s->v = t;
+            if (residual && last) *residual = m / c->d.dt;
+        }
+        return HEAT_OK;
+    }
     if (c->solver.precision == HEAT_FLOAT)
         ADVANCE_BODY(float, f);
     else
@@ -131,6 +188,8 @@ static void cpu_destroy(heat_backend *b)
         free(s->u);
         free(s->v);
         free(s->scratch);
+        free(s->cls);
+        heat_cpu_gen_destroy(s->gen);
         free(s);
     }
     free(b);
@@ -205,9 +264,83 @@ static int cpu_bench_time(heat_backend *b, int steps, int runs, double *copy_ms,
     return rc;
 }
 
-static const heat_backend_ops cpu_ops = {cpu_upload, cpu_advance, cpu_download,   cpu_destroy,
-                                         NULL,       NULL,        cpu_bench_time, NULL,
-                                         NULL,       NULL};
+static void cpu_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3])
+{
+    for (int a = 0; a < 3; a++) lo[a] = 0, n[a] = b->c->grid.n[a];
+}
+
+static int cpu_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
+                           heat_error *err)
+{
+    cpu_state *s = b->impl;
+    const size_t n = (size_t)b->c->d.points;
+    cpu_gen *t = heat_cpu_gen_create(b->c, k);
+    uint8_t *copy = t ? malloc(n) : NULL;
+    if (!copy) {
+        heat_cpu_gen_destroy(t);
+        return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for the classes");
+    }
+    memcpy(copy, cls, n);
+    free(s->cls);
+    heat_cpu_gen_destroy(s->gen);
+    s->cls = copy;
+    s->gen = t;
+    return HEAT_OK;
+}
+
+/* Over n values of the field (the precision's): min, max and sum; and the
+ * values at some indices. Shared with the distributed part (cpu_part.c),
+ * which passes each owned row. */
+void heat_cpu_stats(const heat_case *c, const void *f, int64_t n, double *min, double *max,
+                    double *sum)
+{
+    double lo = *min, hi = *max, s = *sum;
+    if (c->solver.precision == HEAT_FLOAT) {
+        const float *v = f;
+        for (int64_t i = 0; i < n; i++) {
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+            s += v[i];
+        }
+    } else {
+        const double *v = f;
+        for (int64_t i = 0; i < n; i++) {
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+            s += v[i];
+        }
+    }
+    *min = lo, *max = hi, *sum = s;
+}
+
+static int cpu_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
+{
+    (void)err;
+    cpu_state *s = b->impl;
+    *min = INFINITY, *max = -INFINITY, *sum = 0;
+    heat_cpu_stats(b->c, s->u, b->c->d.points, min, max, sum);
+    return HEAT_OK;
+}
+
+static int cpu_sample(heat_backend *b, int n, const int64_t *index, double *values, heat_error *err)
+{
+    (void)err;
+    cpu_state *s = b->impl;
+    for (int i = 0; i < n; i++)
+        values[i] = b->c->solver.precision == HEAT_FLOAT ? (double)((const float *)s->u)[index[i]]
+                                                         : ((const double *)s->u)[index[i]];
+    return HEAT_OK;
+}
+
+static const heat_backend_ops cpu_ops = {.upload = cpu_upload,
+                                         .advance = cpu_advance,
+                                         .download = cpu_download,
+                                         .destroy = cpu_destroy,
+                                         .bench_time = cpu_bench_time,
+                                         .class_box = cpu_class_box,
+                                         .set_classes = cpu_set_classes,
+                                         .field_stats = cpu_field_stats,
+                                         .sample = cpu_sample};
 
 int heat_cpu_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
 {

@@ -14,12 +14,29 @@ typedef struct cpu_box {
     int64_t sy, sz;      /* strides of y and z in values */
     int bc[HEAT_NFACES]; /* heat_bc_type of each face; Dirichlet: held */
     int three_d;
+    /* The variable-coefficient update (c->d.general): the class of the
+     * box's node (0, 0, 0), laid out as the field, and the tables. */
+    const uint8_t *cls;
+    const struct cpu_gen *gen;
 } cpu_box;
 
 /* One forward Euler step u -> out over `g` (u and out point at the box's
- * node (0, 0, 0)) with the case's coefficients and Neumann constants.
- * Returns max |u' - u| over the nodes written when `residual`, else 0. */
+ * node (0, 0, 0)) with the case's coefficients and Neumann constants, or
+ * with the box's classes and tables where the case is general. Returns
+ * max |u' - u| over the nodes written when `residual`, else 0. */
 double heat_cpu_sweep(const heat_case *c, const cpu_box *g, const void *u, void *out, int residual);
+
+/* Folds n values of a field of the case's precision into *min, *max, *sum. */
+void heat_cpu_stats(const heat_case *c, const void *f, int64_t n, double *min, double *max,
+                    double *sum);
+
+/* The tables of the variable-coefficient update in the run's precision. */
+typedef struct cpu_gen cpu_gen;
+
+/* Makes them from the case's coefficients (NULL when out of memory), and
+ * frees them (NULL: nothing). */
+cpu_gen *heat_cpu_gen_create(const heat_case *c, const heat_coeffs *k);
+void heat_cpu_gen_destroy(cpu_gen *t);
 
 /* The distributed CPU backend (cpu_part.c): the part of `part` with its
  * ghost layers, halos through `comm`. */

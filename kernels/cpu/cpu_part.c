@@ -43,6 +43,8 @@ typedef struct part_state {
     double xstart;           /* when it was posted */
     heat_halo_stats st;
     int xalign, fuse; /* HEAT_TEST_GPU_VIEWS: the CUDA backend's geometry */
+    uint8_t *cls;     /* the classes of the local array (general cases) */
+    cpu_gen *gen;
 } part_state;
 
 static double now(void)
@@ -140,7 +142,10 @@ static double sweep_view(part_state *s, const heat_case *c, const hview *v0, int
     g.sz = s->p.sz;
     memcpy(g.bc, v->face, sizeof g.bc);
     g.three_d = c->grid.dims == 3;
-    const size_t off = (size_t)heat_halo_at(&s->p, v->b.lo[0], v->b.lo[1], v->b.lo[2]) * s->vs;
+    const int64_t at = heat_halo_at(&s->p, v->b.lo[0], v->b.lo[1], v->b.lo[2]);
+    const size_t off = (size_t)at * s->vs;
+    g.cls = s->cls ? s->cls + at : NULL;
+    g.gen = s->gen;
     return heat_cpu_sweep(c, &g, (char *)s->u + off, (char *)s->v + off, resid);
 }
 
@@ -278,10 +283,67 @@ static int part_download(heat_backend *b, void *host, heat_error *err)
     return HEAT_OK;
 }
 
+static void part_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3])
+{
+    const part_state *s = b->impl;
+    for (int a = 0; a < 3; a++) lo[a] = s->p.part.lo[a] - s->p.off[a], n[a] = s->p.ext[a];
+}
+
+static int part_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
+                            heat_error *err)
+{
+    part_state *s = b->impl;
+    cpu_gen *t = heat_cpu_gen_create(b->c, k);
+    uint8_t *copy = t ? malloc((size_t)s->p.values) : NULL;
+    if (!copy) {
+        heat_cpu_gen_destroy(t);
+        return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for the classes");
+    }
+    memcpy(copy, cls, (size_t)s->p.values);
+    free(s->cls);
+    heat_cpu_gen_destroy(s->gen);
+    s->cls = copy;
+    s->gen = t;
+    return HEAT_OK;
+}
+
+/* Over the owned box, row by row. */
+static int part_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
+{
+    (void)err;
+    const part_state *s = b->impl;
+    const hbox *o = &s->p.owned;
+    *min = INFINITY, *max = -INFINITY, *sum = 0;
+    for (int64_t k = o->lo[2]; k < o->hi[2]; k++)
+        for (int64_t j = o->lo[1]; j < o->hi[1]; j++)
+            heat_cpu_stats(b->c, (const char *)s->u + heat_halo_at(&s->p, o->lo[0], j, k) * s->vs,
+                           o->hi[0] - o->lo[0], min, max, sum);
+    return HEAT_OK;
+}
+
+static int part_sample(heat_backend *b, int n, const int64_t *index, double *values,
+                       heat_error *err)
+{
+    (void)err;
+    const part_state *s = b->impl;
+    const hbox *o = &s->p.owned;
+    const int64_t nx = o->hi[0] - o->lo[0], ny = o->hi[1] - o->lo[1];
+    for (int i = 0; i < n; i++) {
+        const int64_t at =
+            heat_halo_at(&s->p, o->lo[0] + index[i] % nx, o->lo[1] + index[i] / nx % ny,
+                         o->lo[2] + index[i] / (nx * ny));
+        values[i] =
+            s->vs == sizeof(float) ? (double)((const float *)s->u)[at] : ((const double *)s->u)[at];
+    }
+    return HEAT_OK;
+}
+
 static void part_destroy(heat_backend *b)
 {
     part_state *s = b->impl;
     if (s) {
+        free(s->cls);
+        heat_cpu_gen_destroy(s->gen);
         free(s->u);
         free(s->v);
         free(s->sendbuf);
@@ -362,9 +424,17 @@ static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
     *st = s->st;
 }
 
-static const heat_backend_ops part_ops = {
-    part_upload, part_advance,    part_download, part_destroy,    NULL,
-    NULL,        part_bench_time, NULL,          part_halo_stats, part_bench_halo};
+static const heat_backend_ops part_ops = {.upload = part_upload,
+                                          .advance = part_advance,
+                                          .download = part_download,
+                                          .destroy = part_destroy,
+                                          .bench_time = part_bench_time,
+                                          .halo_stats = part_halo_stats,
+                                          .bench_halo = part_bench_halo,
+                                          .class_box = part_class_box,
+                                          .set_classes = part_set_classes,
+                                          .field_stats = part_field_stats,
+                                          .sample = part_sample};
 
 int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
                          heat_backend **out, heat_error *err)

@@ -31,6 +31,9 @@ int heat_cuda_part_create(const heat_case *c, const heat_part *part, const heat_
  * (modulo their number). Before anything else of CUDA runs in the process. */
 void heat_cuda_select_device(int node_rank);
 
+/* Whether the CUDA backend runs the variable-coefficient update. */
+int heat_cuda_general(void);
+
 /* The name of the current CUDA device into buf[n] ("" when there is none). */
 void heat_cuda_current_device(char *buf, size_t n);
 
