@@ -128,13 +128,3 @@ void heat_cli_human_bytes(char *buf, size_t n, double b)
     while (b >= 1024 && u < 5) b /= 1024, u++;
     snprintf(buf, n, u ? "%.3g %s" : "%.0f %s", b, unit[u]);
 }
-
-void heat_cli_bc_text(const heat_bc *bc, char *buf, size_t n)
-{
-    if (bc->type == HEAT_BC_DIRICHLET)
-        snprintf(buf, n, "dirichlet u = %g", bc->value);
-    else if (bc->type == HEAT_BC_NEUMANN)
-        snprintf(buf, n, "neumann du/dn = %g", bc->gradient);
-    else
-        snprintf(buf, n, "periodic");
-}

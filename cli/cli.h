@@ -37,9 +37,6 @@ int heat_cli_load_case(const heat_cli_args *a, heat_case *c, char **text);
 /* "1.5 GiB": bytes in binary units, three significant digits. */
 void heat_cli_human_bytes(char *buf, size_t n, double bytes);
 
-/* "dirichlet u = 1", "neumann du/dn = 0.5", "periodic". */
-void heat_cli_bc_text(const heat_bc *bc, char *buf, size_t n);
-
 /* The commands: argc/argv after the command's name; each returns the exit
  * status. */
 int heat_cmd_run(const heat_cli_args *a);

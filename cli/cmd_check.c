@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "initial.h"
+#include "materials.h"
 #include "output.h"
 #include "parallel.h"
 
@@ -53,10 +54,17 @@ static void print_numbers(const heat_case *c)
            (long long)c->grid.n[1], (long long)c->grid.n[2], (long long)c->d.points, c->grid.dims);
     printf("spacing         hx %.9g  hy %.9g", c->d.h[0], c->d.h[1]);
     if (c->grid.dims == 3) printf("  hz %.9g", c->d.h[2]);
-    printf("\ndiffusivity     %.9g\n", c->alpha);
+    printf("\n");
+    if (c->materials.count == 0) printf("diffusivity     %.9g\n", c->alpha);
     printf("dt              %.9g (%s)\n", c->d.dt,
            c->time.has_dt ? (c->time.has_end ? "time.dt, fitted to end" : "time.dt")
                           : "safety * dt_max, fitted to end");
+    if (c->d.general) {
+        printf("dt_max          %.9g (stability: set by the nodes of material \"%s\", counting "
+               "each face with the largest conductivity it can have)\n",
+               c->d.dt_max, c->materials.m[c->d.dt_material].name);
+        return;
+    }
     printf("dt_max          %.9g (stability: sum of r <= 1/2)\n", c->d.dt_max);
     printf("r = a*dt/h^2    rx %.6g  ry %.6g", c->d.r[0], c->d.r[1]);
     if (c->grid.dims == 3) printf("  rz %.6g", c->d.r[2]);
@@ -79,7 +87,7 @@ static void print_run(const heat_case *c)
         printf("stops           at steady state only (no step bound)\n");
     for (int f = 0; f < 2 * c->grid.dims; f++) {
         char bc[96];
-        heat_cli_bc_text(&c->bc[f], bc, sizeof bc);
+        heat_bc_text(&c->bc[f], 0, bc, sizeof bc);
         printf("boundary %s    %s\n", heat_face_name(f), bc);
     }
     printf("initial         %s\n", heat_init_type_name(c->initial.type));
@@ -120,6 +128,37 @@ static void print_output(const heat_case *c)
            (long long)c->output.keep_checkpoints);
     printf("files           %s/%s_STEP.vtkhdf, %s_ckpt_STEP.vtkhdf, %s.xmf; deflate %s\n",
            c->output.dir, c->name, c->name, c->name, c->output.compress ? "on" : "off");
+}
+
+/* The materials (each with its nodes), the sources' power, the probes:
+ * the grid painted plane by plane. Returns 0, or 2 after saying what is
+ * wrong (a material file of another shape, an index out of range). */
+static int print_materials(const heat_case *c)
+{
+    if (c->materials.count == 0) return 0;
+    heat_materials_survey sv;
+    heat_error err;
+    if (heat_materials_survey_grid(c, &sv, &err)) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        return 2;
+    }
+    for (int i = 0; i < c->materials.count; i++) {
+        const heat_material *m = &c->materials.m[i];
+        printf("material        %s (%d): k %g W/(m K), rho %g kg/m^3, c %g J/(kg K), diffusivity "
+               "%.4g; %lld nodes (%.3g%%)\n",
+               m->name, i, m->k, m->rho, m->cp, m->k / (m->rho * m->cp), (long long)sv.nodes[i],
+               100.0 * (double)sv.nodes[i] / (double)c->d.points);
+    }
+    if (c->sources.count > 0)
+        printf("sources         %d, injecting %.6g W%s\n", c->sources.count, sv.power,
+               c->grid.dims == 2 ? " per metre of depth" : "");
+    for (int i = 0; i < c->probes.count; i++) {
+        const heat_probe *p = &c->probes.p[i];
+        printf("probe           %s at node (%lld, %lld, %lld)\n", p->name, (long long)p->node[0],
+               (long long)p->node[1], (long long)p->node[2]);
+    }
+    heat_materials_notice_empty(c, sv.contained, stdout);
+    return 0;
 }
 
 /* A steady tolerance below what the precision resolves at the deck's values. */
@@ -186,6 +225,7 @@ int heat_cmd_check(const heat_cli_args *a)
     }
     printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");
     print_numbers(&c);
+    if (print_materials(&c)) return 2;
     print_run(&c);
     print_output(&c);
     print_floor(&c);

@@ -64,7 +64,7 @@ static void print_meta(const char *path, const heat_file_meta *m)
     printf("diffusivity     %.17g\n", m->alpha);
     for (int f = 0; f < 2 * m->dims; f++) {
         char bc[96];
-        heat_cli_bc_text(&m->bc[f], bc, sizeof bc);
+        heat_bc_text(&m->bc[f], 0, bc, sizeof bc);
         printf("boundary %s    %s\n", heat_face_name(f), bc);
     }
     printf("storage         chunked, %s, deflate %s\n",

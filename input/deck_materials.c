@@ -10,7 +10,6 @@
 
 #include "deck_internal.h"
 
-
 /* A number > 0 (reported otherwise); 1 when it is one. */
 static int positive(vctx *v, const config_setting_t *g, const char *key, int required, double *out,
                     const char *what)

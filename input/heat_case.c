@@ -1,6 +1,7 @@
 #include "heat_case.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,73 @@ const char *heat_transport_name(heat_transport t)
 const char *heat_pio_name(heat_pio p)
 {
     return name_of(heat_pio_names, HEAT_PIO_COUNT, (int)p);
+}
+
+void heat_bc_text(const heat_bc *bc, int exact, char *buf, size_t n)
+{
+    const char *g = exact ? "%.17g" : "%g";
+    char a[40], b[40];
+    switch (bc->type) {
+    case HEAT_BC_DIRICHLET:
+        snprintf(a, sizeof a, g, bc->value);
+        snprintf(buf, n, "dirichlet, value %s", a);
+        break;
+    case HEAT_BC_NEUMANN:
+        snprintf(a, sizeof a, g, bc->gradient);
+        snprintf(buf, n, "neumann, gradient %s", a);
+        break;
+    case HEAT_BC_CONVECTIVE:
+        snprintf(a, sizeof a, g, bc->h);
+        snprintf(b, sizeof b, g, bc->ambient);
+        snprintf(buf, n, "convective, h %s, ambient %s", a, b);
+        break;
+    case HEAT_BC_FLUX:
+        snprintf(a, sizeof a, g, bc->value);
+        snprintf(buf, n, "flux, value %s", a);
+        break;
+    default:
+        snprintf(buf, n, "periodic");
+    }
+}
+
+static int same_shape(const heat_shape *a, const heat_shape *b, const heat_case *ca,
+                      const heat_case *cb)
+{
+    if (a->kind != b->kind) return 0;
+    if (a->kind == HEAT_SHAPE_FILE)
+        return strcmp(ca->regions.files[a->file].path, cb->regions.files[b->file].path) == 0 &&
+               strcmp(ca->regions.files[a->file].dataset, cb->regions.files[b->file].dataset) == 0;
+    return memcmp(a->min, b->min, sizeof a->min) == 0 &&
+           memcmp(a->max, b->max, sizeof a->max) == 0 &&
+           memcmp(a->center, b->center, sizeof a->center) == 0 && a->radius == b->radius &&
+           a->axis == b->axis && a->lo == b->lo && a->hi == b->hi;
+}
+
+int heat_case_same_physics(const heat_case *d, const heat_case *f, heat_error *diff)
+{
+    const int before = diff->code;
+    if (d->materials.count != f->materials.count)
+        heat_error_append(diff, HEAT_EINPUT, "  materials: %d in the deck, %d in the file",
+                          d->materials.count, f->materials.count);
+    for (int i = 0; i < d->materials.count && i < f->materials.count; i++) {
+        const heat_material *a = &d->materials.m[i], *b = &f->materials.m[i];
+        if (strcmp(a->name, b->name) || a->k != b->k || a->rho != b->rho || a->cp != b->cp)
+            heat_error_append(diff, HEAT_EINPUT,
+                              "  materials[%d] = \"%s\" (k %.17g, rho %.17g, c %.17g) in the deck, "
+                              "\"%s\" (k %.17g, rho %.17g, c %.17g) in the file",
+                              i, a->name, a->k, a->rho, a->cp, b->name, b->k, b->rho, b->cp);
+    }
+    int regions = d->regions.count == f->regions.count;
+    for (int i = 0; regions && i < d->regions.count; i++)
+        regions = d->regions.r[i].material == f->regions.r[i].material &&
+                  same_shape(&d->regions.r[i].shape, &f->regions.r[i].shape, d, f);
+    if (!regions) heat_error_append(diff, HEAT_EINPUT, "  regions differ");
+    int sources = d->sources.count == f->sources.count;
+    for (int i = 0; sources && i < d->sources.count; i++)
+        sources = d->sources.s[i].power == f->sources.s[i].power &&
+                  same_shape(&d->sources.s[i].shape, &f->sources.s[i].shape, d, f);
+    if (!sources) heat_error_append(diff, HEAT_EINPUT, "  sources differ");
+    return diff->code == before;
 }
 
 /* ---- derived numbers ---------------------------------------------------- */

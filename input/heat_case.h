@@ -260,6 +260,16 @@ extern const char *const heat_pio_names[HEAT_PIO_COUNT + 1];
 /* The index of `s` in a NULL-terminated table of names, or -1. */
 int heat_name_index(const char *const *names, const char *s);
 
+/* A face's condition in words: "dirichlet u = 1", "neumann du/dn = 0.5",
+ * "convective h = 25 ambient = 20", "flux 5e+04 W/m^2 in", "periodic";
+ * numbers with %.17g when exact, else %g. */
+void heat_bc_text(const heat_bc *bc, int exact, char *buf, size_t n);
+
+/* Whether two cases have the same materials, regions and sources (what a
+ * restart must keep besides the grid, precision and faces); when not, a
+ * line per difference is appended to diff. */
+int heat_case_same_physics(const heat_case *deck, const heat_case *file, heat_error *diff);
+
 /* A value's name from its table; "?" for a value out of range. */
 const char *heat_bc_type_name(heat_bc_type t);
 const char *heat_init_type_name(heat_init_type t);

@@ -178,8 +178,8 @@ static uint64_t meta_checksum(const heat_file_meta *m)
         h = fnv_printf(h, "axis %d: %lld %a %a %a\n", a, (long long)m->n[a], m->length[a],
                        m->origin[a], m->spacing[a]);
     for (int f = 0; f < HEAT_NFACES; f++)
-        h = fnv_printf(h, "face %d: %s %a %a\n", f, heat_bc_type_name(m->bc[f].type),
-                       m->bc[f].value, m->bc[f].gradient);
+        h = fnv_printf(h, "face %d: %s %a %a %a %a\n", f, heat_bc_type_name(m->bc[f].type),
+                       m->bc[f].value, m->bc[f].gradient, m->bc[f].h, m->bc[f].ambient);
     const char *deck = m->deck ? m->deck : "";
     return fnv1a(h, deck, strlen(deck));
 }
@@ -188,11 +188,14 @@ static int put_root_attrs(hid_t fid, const heat_file_meta *m)
 {
     const int64_t version = HEAT_FORMAT_VERSION;
     const char *bc_types[HEAT_NFACES];
-    double bc_value[HEAT_NFACES], bc_gradient[HEAT_NFACES];
+    double bc_value[HEAT_NFACES], bc_gradient[HEAT_NFACES], bc_h[HEAT_NFACES],
+        bc_ambient[HEAT_NFACES];
     for (int f = 0; f < HEAT_NFACES; f++) {
         bc_types[f] = heat_bc_type_name(m->bc[f].type);
         bc_value[f] = m->bc[f].value;
         bc_gradient[f] = m->bc[f].gradient;
+        bc_h[f] = m->bc[f].h;
+        bc_ambient[f] = m->bc[f].ambient;
     }
     if (put_i64(fid, "heat_format_version", &version, 0) || //
         put_str(fid, "heat_version", m->program_version) ||
@@ -207,7 +210,9 @@ static int put_root_attrs(hid_t fid, const heat_file_meta *m)
         put_f64(fid, "grid_spacing", m->spacing, 3) || put_f64(fid, "diffusivity", &m->alpha, 0) ||
         put_strs(fid, "boundary_type", bc_types, HEAT_NFACES) ||
         put_f64(fid, "boundary_value", bc_value, HEAT_NFACES) ||
-        put_f64(fid, "boundary_gradient", bc_gradient, HEAT_NFACES))
+        put_f64(fid, "boundary_gradient", bc_gradient, HEAT_NFACES) ||
+        put_f64(fid, "boundary_h", bc_h, HEAT_NFACES) ||
+        put_f64(fid, "boundary_ambient", bc_ambient, HEAT_NFACES))
         return -1;
     heat_file_meta v2 = *m;
     v2.format_version = HEAT_FORMAT_VERSION;
@@ -503,7 +508,9 @@ static int meta_in_range(const heat_file_meta *m)
     if (points > 0x1p50 || m->step < 0 || !isfinite(m->time)) return 0;
     if (!(m->dt > 0 && isfinite(m->dt) && m->alpha > 0 && isfinite(m->alpha))) return 0;
     for (int f = 0; f < HEAT_NFACES; f++)
-        if (!isfinite(m->bc[f].value) || !isfinite(m->bc[f].gradient)) return 0;
+        if (!isfinite(m->bc[f].value) || !isfinite(m->bc[f].gradient) || !isfinite(m->bc[f].h) ||
+            !isfinite(m->bc[f].ambient))
+            return 0;
     return 1;
 }
 
@@ -531,6 +538,12 @@ static int read_root_attrs(hid_t fid, heat_file_meta *m)
         get_attr(fid, "boundary_value", H5T_NATIVE_DOUBLE, HEAT_NFACES, value) ||
         get_attr(fid, "boundary_gradient", H5T_NATIVE_DOUBLE, HEAT_NFACES, gradient))
         return READ_H5;
+    /* Format 2 adds the convective faces' coefficients. */
+    double hc[HEAT_NFACES] = {0}, amb[HEAT_NFACES] = {0};
+    if (m->format_version >= 2 &&
+        (get_attr(fid, "boundary_h", H5T_NATIVE_DOUBLE, HEAT_NFACES, hc) ||
+         get_attr(fid, "boundary_ambient", H5T_NATIVE_DOUBLE, HEAT_NFACES, amb)))
+        return READ_H5;
     int kind_i = heat_name_index(heat_file_kind_names, kind);
     int prec_i = heat_name_index(heat_precision_names, prec);
     if (kind_i < 0 || prec_i < 0) return READ_BAD;
@@ -542,6 +555,8 @@ static int read_root_attrs(hid_t fid, heat_file_meta *m)
         m->bc[f].type = (heat_bc_type)t;
         m->bc[f].value = value[f];
         m->bc[f].gradient = gradient[f];
+        m->bc[f].h = hc[f];
+        m->bc[f].ambient = amb[f];
     }
     m->dims = m->n[2] == 1 ? 2 : 3;
     return meta_in_range(m) ? 0 : READ_BAD;
@@ -789,22 +804,20 @@ static void triple_text(char *buf, size_t n, const double *v, int count)
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
-static void bc_text(char *buf, size_t n, const heat_bc *bc)
-{
-    if (bc->type == HEAT_BC_DIRICHLET)
-        snprintf(buf, n, "dirichlet, value %.17g", bc->value);
-    else if (bc->type == HEAT_BC_NEUMANN)
-        snprintf(buf, n, "neumann, gradient %.17g", bc->gradient);
-    else
-        snprintf(buf, n, "periodic");
-}
-
 static int same_bc(const heat_bc *a, const heat_bc *b)
 {
     if (a->type != b->type) return 0;
-    if (a->type == HEAT_BC_DIRICHLET) return a->value == b->value;
-    if (a->type == HEAT_BC_NEUMANN) return a->gradient == b->gradient;
-    return 1;
+    switch (a->type) {
+    case HEAT_BC_DIRICHLET:
+    case HEAT_BC_FLUX:
+        return a->value == b->value;
+    case HEAT_BC_NEUMANN:
+        return a->gradient == b->gradient;
+    case HEAT_BC_CONVECTIVE:
+        return a->h == b->h && a->ambient == b->ambient;
+    default:
+        return 1;
+    }
 }
 
 int heat_file_check_case(const heat_file_meta *m, const heat_case *c, heat_error *err)
@@ -843,8 +856,8 @@ int heat_file_check_case(const heat_file_meta *m, const heat_case *c, heat_error
             heat_precision_name(c->solver.precision), heat_precision_name(m->precision), kind);
     for (int f = 0; f < 2 * dims; f++) {
         if (same_bc(&m->bc[f], &c->bc[f])) continue;
-        bc_text(x, sizeof x, &c->bc[f]);
-        bc_text(y, sizeof y, &m->bc[f]);
+        heat_bc_text(&c->bc[f], 1, x, sizeof x);
+        heat_bc_text(&m->bc[f], 1, y, sizeof y);
         heat_error_append(&diff, HEAT_EINPUT, "  boundary.%s = %s in the deck, %s in the %s",
                           heat_face_name(f), x, y, kind);
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "deck.h"
 #include "h5file.h"
 #include "h5part.h"
 #include "initial.h"
@@ -103,6 +104,28 @@ static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat
     return HEAT_OK;
 }
 
+/* The materials, regions and sources of the file's deck must be the deck's:
+ * a run continues bit for bit only with the same physics. */
+static int check_physics(const heat_case *c, const heat_file_meta *m, heat_error *err)
+{
+    if (c->materials.count == 0) return HEAT_OK; /* a diffusivity: compared with the file's */
+    heat_case *fc = malloc(sizeof *fc);
+    if (!fc) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    heat_error diff;
+    heat_error_clear(&diff);
+    int rc = heat_deck_load_string(m->deck, "the file's deck", NULL, 0, fc, NULL, NULL, &diff);
+    if (rc)
+        heat_error_set(&diff, HEAT_EINPUT, "  its deck does not load: %s", diff.msg);
+    else
+        heat_case_same_physics(c, fc, &diff);
+    free(fc);
+    if (diff.code == HEAT_OK) return HEAT_OK;
+    return heat_error_set(err, HEAT_EINPUT,
+                          "the deck does not match the %s's materials, regions and sources (they "
+                          "must stay the same to continue a run):\n%s",
+                          heat_file_kind_name(m->kind), diff.msg);
+}
+
 /* Reads the metadata of `path`, checks it against the deck and reads the
  * field into `field`. A deck that does not match is HEAT_EINPUT with
  * *mismatch set; a file that cannot be used (damaged, or past the deck's
@@ -114,7 +137,7 @@ static int load_restart(const run_state *s, const char *path, void *field, heat_
     *mismatch = 0;
     int rc = heat_file_read_meta(path, m, err);
     if (!rc) {
-        if ((rc = heat_file_check_case(m, c, err)))
+        if ((rc = heat_file_check_case(m, c, err)) || (rc = check_physics(c, m, err)))
             *mismatch = 1;
         else if ((rc = check_restart_state(c, m, err)))
             ;

@@ -554,9 +554,9 @@ static void info_describes_files(const char *dir)
     EXPECT_OUT(&r, "grid            16 x 16 x 16 = 4096 points (3D)");
     EXPECT_OUT(&r, "spacing         hx 0.066666666666666666  hy 0.0625  hz 0.066666666666666666");
     EXPECT_OUT(&r, "precision       float");
-    EXPECT_OUT(&r, "boundary x_lo    dirichlet u = 1");
+    EXPECT_OUT(&r, "boundary x_lo    dirichlet, value 1");
     EXPECT_OUT(&r, "boundary y_hi    periodic");
-    EXPECT_OUT(&r, "boundary z_hi    neumann du/dn = 0");
+    EXPECT_OUT(&r, "boundary z_hi    neumann, gradient 0");
     EXPECT_OUT(&r, "written by heat ");
     EXPECT_OUT(&r, "format          heat field file format 2");
     EXPECT_OUT(&r, "checksum        verified (all 4096 values read)");
