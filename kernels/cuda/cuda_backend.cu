@@ -467,6 +467,22 @@ extern "C" void heat_cuda_current_device(char *buf, size_t n)
         cudaGetLastError();
 }
 
+extern "C" int heat_cuda_auto_depth(int dims, int is_float, const long long n[3])
+{
+    /* The fastest k of `heat bench` on an H100 (docs/PERFORMANCE.md,
+     * "Temporal blocking"): 3D at 512^3, 2D at 8192^2. */
+    static const int best[2][2] = {
+        /* 2D: double, float */ {4, 8},
+        /* 3D: double, float */ {4, 3},
+    };
+    int k = best[dims == 3][is_float != 0];
+    /* A pass reads 2 k planes beyond the block's own along the streaming
+     * axis: keep them a small part of it. */
+    const long long nw = dims == 3 ? n[2] : n[1];
+    while (k > 1 && nw < 8LL * k) k--;
+    return k;
+}
+
 extern "C" int heat_cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms,
                                     double *steps_ms, heat_error *err)
 {

@@ -29,6 +29,17 @@ const char *heat_cuda_device_name(const heat_backend *b);
 /* The name of the current CUDA device into buf[n] ("" when there is none). */
 void heat_cuda_current_device(char *buf, size_t n);
 
+/* For solver.temporal_block = "auto": the steps register_tiled should fuse
+ * per pass (1 to HEAT_TEMPORAL_BLOCK_MAX) for a grid of `dims` (2 or 3)
+ * dimensions, n[0] x n[1] x n[2] points (n[2] = 1 in 2D), in float
+ * (is_float != 0) or double. The choice comes from a table of `heat bench`
+ * measurements (docs/PERFORMANCE.md, "Temporal blocking"): the fastest k
+ * measured for that dimension and precision, less where the grid is too thin
+ * along the streaming axis (z in 3D, y in 2D) for a pass of k steps to pay
+ * its 2 k planes of warm-up. Needs no GPU and never fails; a caller should
+ * say which k it took. */
+int heat_cuda_auto_depth(int dims, int is_float, const long long n[3]);
+
 /* For `heat bench`: `runs` pairs of (a device-to-device copy of one field, then
  * `steps` steps, in passes of solver.temporal_block fused steps), each
  * timed with CUDA events; returns the medians in
