@@ -426,23 +426,30 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
         return (a.bx[0] != HK_PERIODIC && x0 <= 0) ||
                (a.bx[1] != HK_PERIODIC && x0 + width >= a.nx);
     };
-    auto kind = [&](int wx, int wy) {
+    auto wxface = [&](int wx) {
+        return xface(x0_of(wx, 0), D3 ? S::WX : S::TY * S::SX + 2 * S::HX);
+    };
+    auto kind_of = [&](bool xf, int wy) {
         const int y0 = wy * S::SY - K;
-        const bool xf = xface(x0_of(wx, 0), D3 ? S::WX : S::TY * S::SX + 2 * S::HX);
         const bool pf = D3 && ((a.bp[0] != HK_PERIODIC && y0 <= 0) ||
                                (a.bp[1] != HK_PERIODIC && y0 + S::BY >= a.np));
         return pf || (xf && !aligned) ? TB_GENERAL : (xf ? TB_XSEL : TB_INNER);
     };
+    auto kind = [&](int wx, int wy) { return kind_of(wxface(wx), wy); };
     /* (Selects rather than an index: an indexed parameter array would go
      * to local memory.) */
     auto cost = [&](int kd) {
         return (long long)(kd == TB_INNER ? cw.c[0] : kd == TB_XSEL ? cw.c[1] : cw.c[2]);
     };
-    /* Only the first and the last window of a row can meet an x face. */
+    /* The windows of a row that meet an x face are a run at each end (one or
+     * more: a window whose halo reaches past the face meets it too); those
+     * between are alike. */
     auto row_cost = [&](int wy) {
-        long long c = cost(kind(0, wy));
-        if (gxw > 1) c += cost(kind(gxw - 1, wy));
-        if (gxw > 2) c += (long long)(gxw - 2) * cost(kind(1, wy));
+        long long c = 0;
+        int lo = 0, hi = gxw;
+        for (; lo < gxw && wxface(lo); lo++) c += cost(kind_of(true, wy));
+        for (; hi > lo && wxface(hi - 1); hi--) c += cost(kind_of(true, wy));
+        c += (long long)(hi - lo) * cost(kind_of(false, wy));
         return c * a.nw;
     };
     /* The block's segment number seg: the window (wx, wy) and its planes
