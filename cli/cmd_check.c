@@ -30,7 +30,13 @@ static void temporal_block_text(const heat_case *c, char *buf, size_t n)
     const char *fuser = heat_kernel_name(HEAT_KERNEL_FUSING);
     heat_backend_kind be = c->solver.backend;
     if (be == HEAT_BACKEND_AUTO && !heat_backend_has_gpu_build()) be = HEAT_BACKEND_CPU;
-    if (k == 1)
+    if (c->solver.temporal_auto)
+        snprintf(buf, n,
+                 k > 1 ? " (\"auto\": the fastest measured for %dD %s on the GPU with %s)"
+                       : " (\"auto\": nothing to fuse for %dD %s here: backend, kernel or a "
+                         "general case)%.0s",
+                 c->grid.dims, heat_precision_name(c->solver.precision), fuser);
+    else if (k == 1)
         buf[0] = '\0';
     else if (be == HEAT_BACKEND_CPU)
         snprintf(buf, n, " (the CPU runs the steps one by one; only %s on the GPU fuses steps)",

@@ -361,12 +361,17 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
     const config_setting_t *tb = config_setting_get_member(g, "temporal_block");
     int64_t k;
     if (tb) {
-        if (!heat_deck_as_int64(tb, &k) || k < 1 || k > HEAT_TEMPORAL_BLOCK_MAX)
-            heat_deck_bad(
-                v, tb,
-                "expected an integer from 1 to %d (steps fused per pass over GPU memory by the "
-                "%s kernel)",
-                HEAT_TEMPORAL_BLOCK_MAX, heat_kernel_name(HEAT_KERNEL_FUSING));
+        const char *word = config_setting_type(tb) == CONFIG_TYPE_STRING
+                               ? config_setting_get_string(tb)
+                               : NULL;
+        if (word && strcmp(word, "auto") == 0)
+            c->solver.temporal_auto = 1;
+        else if (word || !heat_deck_as_int64(tb, &k) || k < 1 || k > HEAT_TEMPORAL_BLOCK_MAX)
+            heat_deck_bad(v, tb,
+                          "expected an integer from 1 to %d (steps fused per pass over GPU memory "
+                          "by the %s kernel) or \"auto\" (the fastest measured for the grid "
+                          "and precision)",
+                          HEAT_TEMPORAL_BLOCK_MAX, heat_kernel_name(HEAT_KERNEL_FUSING));
         else
             c->solver.temporal_block = (int)k;
     }

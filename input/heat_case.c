@@ -334,8 +334,27 @@ static void probe_nodes(heat_case *c)
     }
 }
 
+int heat_case_auto_depth(const heat_case *c)
+{
+    if (c->solver.backend == HEAT_BACKEND_CPU || c->solver.kernel != HEAT_KERNEL_FUSING ||
+        needs_general(c))
+        return 1;
+    static const int best[2][2] = {
+        /* 2D: double, float */ {4, 8},
+        /* 3D: double, float */ {4, 3},
+    };
+    const int is3 = c->grid.dims == 3;
+    int k = best[is3][c->solver.precision == HEAT_FLOAT];
+    const int axis = is3 ? 2 : 1;
+    long long nw = c->grid.n[axis];
+    if (c->parallel.ranks[axis] > 1) nw /= c->parallel.ranks[axis];
+    while (k > 1 && nw < 8LL * k) k--;
+    return k;
+}
+
 int heat_case_derive(heat_case *c, heat_error *err)
 {
+    if (c->solver.temporal_auto) c->solver.temporal_block = heat_case_auto_depth(c);
     memset(&c->d, 0, sizeof c->d);
     int dims = c->grid.dims;
     double inv_h2 = 0;

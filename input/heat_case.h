@@ -214,7 +214,8 @@ typedef struct heat_case {
         heat_backend_kind backend;
         heat_precision precision;
         heat_kernel kernel;
-        int temporal_block;
+        int temporal_block; /* steps fused per pass (1 to HEAT_TEMPORAL_BLOCK_MAX) */
+        int temporal_auto;  /* "auto" in the deck: temporal_block is heat_case_auto_depth's */
     } solver;
 
     struct {
@@ -296,6 +297,18 @@ const char *heat_pio_name(heat_pio p);
  * Returns HEAT_EINPUT (naming time.dt, dt and dt_max) when a given dt is
  * above dt_max, or when the step count would not fit. */
 int heat_case_derive(heat_case *c, heat_error *err);
+
+/* solver.temporal_block = "auto": the steps the register_tiled GPU kernel
+ * should fuse per pass for this case. The fastest k of `heat bench` on an
+ * H100 (docs/PERFORMANCE.md, "Temporal blocking"; 3D at 512^3, 2D at
+ * 8192^2): 3D float 3, 3D double 4, 2D float 8, 2D double 4; less where the
+ * streaming axis (z in 3D, y in 2D; per rank where parallel.ranks cuts it)
+ * has fewer than 8 k points, since a pass of k steps reads 2 k planes beyond
+ * its block's own. 1 where nothing fuses: solver.backend = "cpu", another
+ * kernel, or a general case (materials, sources, convective or flux faces),
+ * which runs one step at a time. A table, not a measurement: it needs no GPU
+ * and gives every rank the same answer. heat_case_derive applies it. */
+int heat_case_auto_depth(const heat_case *c);
 
 /* Makes a derived case run with exactly `dt` (a restart keeps its file's dt,
  * so that it continues bit for bit): r = alpha dt / h^2 as before; the end

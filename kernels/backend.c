@@ -16,7 +16,7 @@
  * steps by `who` (the CPU backend, or a CUDA kernel that does not fuse). */
 static void notice_unfused(const heat_case *c, const char *who, FILE *notices)
 {
-    if (notices && c->solver.temporal_block > 1)
+    if (notices && c->solver.temporal_block > 1 && !c->solver.temporal_auto)
         fprintf(notices,
                 "notice: solver.temporal_block = %d: %s runs the steps one at a time (only the "
                 "%s GPU kernel fuses steps); results are the same\n",
@@ -87,7 +87,7 @@ int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, h
  * exchanged once per k steps. */
 static void notice_part_unfused(const heat_case *c, const char *who, FILE *notices)
 {
-    if (notices && c->solver.temporal_block > 1)
+    if (notices && c->solver.temporal_block > 1 && !c->solver.temporal_auto)
         fprintf(notices,
                 "notice: solver.temporal_block = %d: %s runs the steps one at a time; the ranks "
                 "exchange halos %d layers deep once per %d steps; results are the same\n",

@@ -263,6 +263,13 @@ static int start_field(run_state *s, void *field, restart_file *r, heat_error *e
     if (rc) return rc;
     if (r->have) {
         s->step = r->meta.step;
+        /* Format 2 came with the fused multiply-add update (docs/FORMAT.md). */
+        if (r->meta.format_version < 2 && opt->notices)
+            fprintf(opt->notices,
+                    "notice: --restart: %s has format version %lld, written by a heat that "
+                    "updated with separate multiplies and adds; this one fuses them, so the "
+                    "continued run may differ from that heat's in the last bits\n",
+                    r->path, (long long)r->meta.format_version);
         return adopt_restart_dt(c, r, opt->notices, err);
     }
     s->step = 0;

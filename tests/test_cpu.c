@@ -1,8 +1,10 @@
 /* Physics of the CPU backend, in float and double, 2D and 3D: the exact
  * steady state between two Dirichlet faces, second-order convergence of a
  * decaying sine mode, conservation under periodic and insulated faces, the
- * residual, NaN detection, Dirichlet nodes held, and agreement with an
- * independent host reference on mixed faces.
+ * residual, NaN detection, Dirichlet nodes held, agreement with an
+ * independent host reference on mixed faces, the sweep equal bit for bit to
+ * its written formula (the one every GPU kernel repeats), and constant fields
+ * kept exactly.
  *
  * Every case is built the way the program builds it: deck text plus --set
  * overrides through heat_deck_load_string, then heat_case_derive. */
@@ -751,6 +753,166 @@ static void test_mixed_faces_match_reference(void **state)
         }
 }
 
+/* ---- 6. the written formula, bit for bit ------------------------------- */
+
+/* One step of the sweep as kernels/cpu/cpu_sweep.inc documents it, in the
+ * case's precision with C's fma(), node by node: the backend's vectorized
+ * rows (with FMA instructions where the CPU has them) must give these bits
+ * exactly, since every GPU kernel is held to the same formula. h, r and the
+ * ghost constants are the backend's own (c->d), rounded to T as it rounds
+ * them: this checks the arithmetic, not their derivation. */
+#define EXACT_STEP(T, FMA, NAME)                                                                   \
+    static void NAME(const heat_case *c, const ref_case *rc, const T *u, T *out)                   \
+    {                                                                                              \
+        const int64_t stride[3] = {1, rc->n[0], rc->n[0] * rc->n[1]};                              \
+        int64_t p[3];                                                                              \
+        for (p[2] = 0; p[2] < rc->n[2]; p[2]++)                                                    \
+            for (p[1] = 0; p[1] < rc->n[1]; p[1]++)                                                \
+                for (p[0] = 0; p[0] < rc->n[0]; p[0]++) {                                          \
+                    const int64_t at = p[0] + p[1] * stride[1] + p[2] * stride[2];                 \
+                    const T ctr = u[at];                                                           \
+                    if (ref_is_dirichlet(rc, p)) {                                                 \
+                        out[at] = ctr;                                                             \
+                        continue;                                                                  \
+                    }                                                                              \
+                    T s = 0;                                                                       \
+                    for (int a = 0; a < rc->dims; a++) {                                           \
+                        const int64_t n = rc->n[a], st = stride[a];                                \
+                        const heat_bc *lo = &rc->bc[2 * a], *hi = &rc->bc[2 * a + 1];              \
+                        T um, up;                                                                  \
+                        if (p[a] > 0)                                                              \
+                            um = u[at - st];                                                       \
+                        else if (lo->type == HEAT_BC_PERIODIC)                                     \
+                            um = u[at + (n - 1) * st];                                             \
+                        else                                                                       \
+                            um = u[at + st] + (T)(2.0 * c->d.h[a] * lo->gradient);                 \
+                        if (p[a] < n - 1)                                                          \
+                            up = u[at + st];                                                       \
+                        else if (hi->type == HEAT_BC_PERIODIC)                                     \
+                            up = u[at - (n - 1) * st];                                             \
+                        else                                                                       \
+                            up = u[at - st] + (T)(2.0 * c->d.h[a] * hi->gradient);                 \
+                        const T d = FMA(-2, ctr, um + up);                                         \
+                        s = a == 0 ? (T)c->d.r[a] * d : FMA((T)c->d.r[a], d, s);                   \
+                    }                                                                              \
+                    out[at] = ctr + s;                                                             \
+                }                                                                                  \
+    }
+EXACT_STEP(float, fmaf, exact_step_f)
+EXACT_STEP(double, fma, exact_step_d)
+#undef EXACT_STEP
+
+static void test_sweep_is_the_written_formula(void **state)
+{
+    (void)state;
+    static const mixed_config configs[] = {
+        {bc_mixed, {67, 9, 5}, "[1.0, 0.6, 0.3]"},
+        {bc_mixed_x_neumann, {70, 17, 1}, "[2.0, 1.0, 1.0]"},
+        {bc_mixed_z_periodic, {45, 11, 7}, "[0.8, 0.9, 0.5]"},
+        {bc_dirichlet_edges, {9, 7, 6}, "[1.0, 1.0, 1.0]"},
+        {bc_all_periodic, {33, 5, 3}, "[1.0, 0.6, 0.3]"},
+    };
+    const int64_t steps = 7;
+    for (size_t ci = 0; ci < sizeof configs / sizeof configs[0]; ci++)
+        for (int p = 0; p < 2; p++) {
+            const mixed_config *mc = &configs[ci];
+            test_sets s = {0};
+            test_sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
+            test_sets_add(&s, "grid.points=[%lld, %lld, %lld]", (long long)mc->n[0],
+                          (long long)mc->n[1], (long long)mc->n[2]);
+            test_sets_add(&s, "grid.length=%s", mc->length);
+            heat_case c;
+            load_case(&c, mc->bc, init_zero, &s);
+            ref_case rc;
+            ref_init(&rc, &c);
+            const size_t bytes = (size_t)c.d.points * heat_case_value_size(&c);
+            void *f = field_alloc(&c), *want = field_alloc(&c), *tmp = field_alloc(&c);
+            field_random(&c, f, 777 + ci, 0.25, 1.25);
+            memcpy(want, f, bytes);
+            heat_backend *b = backend_with(&c, f);
+            advance(b, steps, NULL);
+            download(b, f);
+            heat_backend_destroy(b);
+            for (int64_t n = 0; n < steps; n++) {
+                if (c.solver.precision == HEAT_FLOAT)
+                    exact_step_f(&c, &rc, want, tmp);
+                else
+                    exact_step_d(&c, &rc, want, tmp);
+                memcpy(want, tmp, bytes);
+            }
+            int64_t bad = 0, first = -1;
+            for (int64_t at = 0; at < c.d.points; at++)
+                if (memcmp((char *)f + at * (int64_t)heat_case_value_size(&c),
+                           (char *)want + at * (int64_t)heat_case_value_size(&c),
+                           heat_case_value_size(&c))) {
+                    if (first < 0) first = at;
+                    bad++;
+                }
+            if (bad)
+                fail_msg("config #%zu %s: %lld of %lld nodes differ from the written formula "
+                         "after %lld steps; first at %lld: backend %.17g, formula %.17g",
+                         ci, prec_name(c.solver.precision), (long long)bad, (long long)c.d.points,
+                         (long long)steps, (long long)first, fget(&c, f, first),
+                         fget(&c, want, first));
+            free(f);
+            free(want);
+            free(tmp);
+        }
+}
+
+/* A constant field stays exactly constant under faces that keep it (its own
+ * value on Dirichlet faces, insulated or periodic faces): m + p = 2c exactly,
+ * so each d is 0 and u' = c, in float and double, for values whose doubles
+ * are inexact too. */
+static void test_constant_field_stays_constant(void **state)
+{
+    (void)state;
+    const double values[] = {0.3, 300.7, -1.0e-3};
+    const char *const kinds[] = {"periodic", "insulated", "dirichlet"};
+    for (int k = 0; k < 3; k++)
+        for (int v = 0; v < 3; v++)
+            for (int dims = 2; dims <= 3; dims++)
+                for (int p = 0; p < 2; p++) {
+                    char bc[1024], init[128], *q = bc;
+                    static const char *const faces[] = {"x_lo", "x_hi", "y_lo",
+                                                        "y_hi", "z_lo", "z_hi"};
+                    for (int f = 0; f < 6; f++) {
+                        if (k == 0)
+                            q += sprintf(q, "%s = { type = \"periodic\"; };\n", faces[f]);
+                        else if (k == 1)
+                            q += sprintf(q, "%s = { type = \"neumann\"; gradient = 0.0; };\n",
+                                         faces[f]);
+                        else
+                            q += sprintf(q, "%s = { type = \"dirichlet\"; value = %.17g; };\n",
+                                         faces[f], values[v]);
+                    }
+                    snprintf(init, sizeof init, "type = \"constant\"; value = %.17g;", values[v]);
+                    test_sets s = {0};
+                    test_sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
+                    test_sets_add(&s,
+                                  dims == 3 ? "grid.points=[13, 9, 7]" : "grid.points=[21, 11, 1]");
+                    test_sets_add(&s, "grid.length=[1.0, 0.7, 0.45]");
+                    heat_case c;
+                    load_case(&c, bc, init, &s);
+                    void *f = field_alloc(&c);
+                    for (int64_t at = 0; at < c.d.points; at++) fset(&c, f, at, values[v]);
+                    const double want = fget(&c, f, 0);
+                    heat_backend *b = backend_with(&c, f);
+                    double res = -1;
+                    advance(b, 50, &res);
+                    download(b, f);
+                    heat_backend_destroy(b);
+                    for (int64_t at = 0; at < c.d.points; at++)
+                        if (fget(&c, f, at) != want)
+                            fail_msg("%s faces, %s %dD, constant %.17g: node %lld is %.17g after "
+                                     "50 steps",
+                                     kinds[k], prec_name(precisions[p]), dims, want, (long long)at,
+                                     fget(&c, f, at));
+                    assert_true(res == 0.0);
+                    free(f);
+                }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +924,8 @@ int main(void)
         cmocka_unit_test(test_nan_makes_residual_non_finite),
         cmocka_unit_test(test_dirichlet_nodes_hold),
         cmocka_unit_test(test_mixed_faces_match_reference),
+        cmocka_unit_test(test_sweep_is_the_written_formula),
+        cmocka_unit_test(test_constant_field_stays_constant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -236,12 +236,69 @@ static void test_set_validation_errors(void **state)
     EXPECT_SET_ERR(tb, "--set: solver.temporal_block = 0", "1 to 8");
     const char *tb9[] = {"solver.temporal_block=9"};
     EXPECT_SET_ERR(tb9, "--set: solver.temporal_block = 9", "1 to 8");
+    const char *tbw[] = {"solver.temporal_block=\"fast\""};
+    EXPECT_SET_ERR(tbw, "--set: solver.temporal_block = \"fast\"", "1 to 8", "\"auto\"");
     const char *grp[] = {"grid=5"};
     EXPECT_SET_ERR(grp, "--set: grid = 5", "expected a group");
     /* A --set error and a deck error: both located. */
     const char *both[] = {"time.dt=-1"};
     expect_err(deck(L_MATERIAL, "material = { diffusivity = 0; };", 0), both, 1, 2,
                NEEDLES(ORIGIN ":3: material.diffusivity = 0", "--set: time.dt = -1"));
+}
+
+/* solver.temporal_block = "auto": the measured table per dimension and
+ * precision, less where the streaming axis (or a rank's share of it) is too
+ * short for a deep pass, 1 wherever nothing fuses, always a depth the
+ * kernels serve. */
+static int auto_depth2(const char *points, const char *precision, const char *extra,
+                       const char *extra2)
+{
+    test_sets s = {0};
+    test_sets_add(&s, "grid.points=%s", points);
+    test_sets_add(&s, "solver.precision=\"%s\"", precision);
+    test_sets_add(&s, "solver.temporal_block=\"auto\"");
+    if (extra) test_sets_add(&s, "%s", extra);
+    if (extra2) test_sets_add(&s, "%s", extra2);
+    heat_case c;
+    test_load_case(heat_default_deck, "auto", &s, &c);
+    assert_true(c.solver.temporal_auto);
+    assert_int_equal(heat_case_auto_depth(&c), c.solver.temporal_block);
+    return c.solver.temporal_block;
+}
+
+static int auto_depth(const char *points, const char *precision, const char *extra)
+{
+    return auto_depth2(points, precision, extra, NULL);
+}
+
+static void test_temporal_auto(void **state)
+{
+    (void)state;
+    assert_int_equal(auto_depth("[512, 512, 512]", "float", NULL), 3);
+    assert_int_equal(auto_depth("[512, 512, 512]", "double", NULL), 4);
+    assert_int_equal(auto_depth("[8192, 8192, 1]", "float", NULL), 8);
+    assert_int_equal(auto_depth("[8192, 8192, 1]", "double", NULL), 4);
+    /* Thin along the streaming axis: at least 8 k points there. */
+    assert_int_equal(auto_depth("[512, 512, 20]", "double", NULL), 2);
+    assert_int_equal(auto_depth("[8192, 9, 1]", "float", NULL), 1);
+    assert_int_equal(auto_depth("[64, 64, 64]", "double", "parallel.ranks=[1, 1, 4]"), 2);
+    /* Nothing fuses. */
+    assert_int_equal(auto_depth("[512, 512, 512]", "float", "solver.backend=\"cpu\""), 1);
+    assert_int_equal(auto_depth("[512, 512, 512]", "float", "solver.kernel=\"sliced\""), 1);
+    assert_int_equal(
+        auto_depth2("[512, 512, 512]", "float",
+                    "material={conductivity=1.0; density=1.0; specific_heat=1.0;}",
+                    "boundary.x_lo={type=\"convective\"; h=10.0; ambient=0.0;}"),
+        1);
+    for (int n = 3; n < 100; n += 7) {
+        char pts[64];
+        snprintf(pts, sizeof pts, "[%d, %d, %d]", n, n, n);
+        const int k3 = auto_depth(pts, "float", NULL);
+        snprintf(pts, sizeof pts, "[%d, %d, 1]", n, n);
+        const int k2 = auto_depth(pts, "double", NULL);
+        assert_true(k3 >= 1 && k3 <= HEAT_TEMPORAL_BLOCK_MAX);
+        assert_true(k2 >= 1 && k2 <= HEAT_TEMPORAL_BLOCK_MAX);
+    }
 }
 
 /* --------------------------------------------------- canonical text */
@@ -362,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_set_values),
         cmocka_unit_test(test_set_syntax_errors),
         cmocka_unit_test(test_set_validation_errors),
+        cmocka_unit_test(test_temporal_auto),
         cmocka_unit_test(test_canonical_round_trip),
         cmocka_unit_test(test_canonical_keeps_doubles_exact),
         cmocka_unit_test(test_canonical_round_trip_with_sets),

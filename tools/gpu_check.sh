@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds heat with CUDA and checks it on this machine's GPU in one go:
-#   1. the gpu-labelled tests (every kernel against the CPU backend) and the
-#      restart tests;
+#   1. the gpu-labelled tests (every kernel against the CPU backend), the
+#      restart tests, and the temporal face combinations on a grid of 7
+#      blocks (shares that end inside windows);
 #   2. compute-sanitizer memcheck and racecheck on a small run of every kernel,
 #      float and double, 2D and 3D;
 #   3. `heat bench` (every kernel, 512^3 and 8192^2, float and double, and
 #      register_tiled with temporal blocking k = 2, 3, 4, 6, 8);
 #   4. the whole loop: `heat run` on a 512^3 float deck (all Dirichlet,
 #      residual every 100 steps, no output between start and end), with
-#      temporal_block 1 and 3;
+#      temporal_block 1 and 3 (the fastest in 3D float);
 # Logs and the bench JSON go to the directory given (default gpu-check/).
 #
 #   5. output overhead: the same 256^3 float run with a snapshot every 100
@@ -49,6 +50,11 @@ if has tests; then
   ctest --test-dir "$build" -L 'gpu|restart' --output-on-failure -j4 >"$out/tests.log" 2>&1 ||
     status=1
   grep -E "tests passed|Test +#|failures|FAILED|skipped" "$out/tests.log" | tail -20
+  # The temporal face combinations again with 7 blocks in the persistent
+  # grid, so that shares end inside windows and run on into the next.
+  HEAT_CUDA_TB_BLOCKS=7 HEAT_TEST_FILTER=test_temporal_every_face_combination \
+    "$build"/tests/test_gpu >"$out/tests_blocks7.log" 2>&1 || status=1
+  grep -E "failures|PASSED|FAILED" "$out/tests_blocks7.log" | sed 's/^/7 blocks: /' 
 fi
 
 if has sanitize; then

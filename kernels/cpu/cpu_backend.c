@@ -19,16 +19,31 @@
 #define CPU_TILE_BYTES  (256 * 1024)
 #define CPU_TILE_PLANES 64
 
+/* The sweep's fused multiply-adds need the FMA instructions to be fast. Where
+ * the compiler may not assume them (x86-64 built for any CPU, HEAT_NATIVE=OFF
+ * or a CPU without them), the row update is built twice and the loader picks
+ * the copy for the CPU it runs on (GCC/Clang function multiversioning); the
+ * results are the same bits either way. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__FMA__)
+#define CPU_FMA_TARGETS __attribute__((target_clones("fma", "default")))
+#else
+#define CPU_FMA_TARGETS
+#endif
+
 #define T   float
+#define FMA fmaf
 #define SFX f
 #include "cpu_sweep.inc"
 #undef T
+#undef FMA
 #undef SFX
 
 #define T   double
+#define FMA fma
 #define SFX d
 #include "cpu_sweep.inc"
 #undef T
+#undef FMA
 #undef SFX
 
 #define T   float

@@ -373,8 +373,9 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
 #undef CREATE_CHECK
     if (s->depth > 1)
         snprintf(b->description, sizeof b->description,
-                 "cuda (%s, %s kernel, %d steps per pass, %s)", prop.name,
+                 "cuda (%s, %s kernel, %d steps per pass%s, %s)", prop.name,
                  heat_kernel_name(c->solver.kernel), s->depth,
+                 c->solver.temporal_auto ? " (auto)" : "",
                  heat_precision_name(c->solver.precision));
     else
         snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop.name,

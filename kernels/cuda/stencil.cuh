@@ -5,15 +5,19 @@
  * grid as rows (x) streamed along w = y, with no p axis. So one kernel body
  * serves both, and "in 2D the same idea streams along y" falls out of it.
  *
- * Numerics (DESIGN.md, the CPU backend's order, bit for bit):
- *   s  = rx ((xm - c) + (xp - c))
- *   s += rp (((pm + ap) - c) + ((pp + ap') - c))     (3D only)
- *   s += rw (((wm + aw) - c) + ((wp + aw') - c))
- *   u' = c + s
- * where a = 2 h g for a Neumann ghost and 0 otherwise, and the x ghost adds
- * 2 h g to the mirrored value only on a Neumann x face. These files are
- * compiled with --fmad=false so that no multiply-add is contracted: with the
- * same order of operations the GPU reproduces the CPU reference exactly.
+ * Numerics (the CPU backend's formula, kernels/cpu/cpu_sweep.inc, bit for bit):
+ *   d_a = fma(-2, c, m_a + p_a)                 per axis: (m + p) - 2c, rounded
+ *                                               once after the sum
+ *   s   = rx d_x
+ *   s   = fma(rp, d_p, s)                       (3D only)
+ *   s   = fma(rw, d_w, s)
+ *   u'  = c + s
+ * where m_a, p_a are the neighbours as read plus a = 2 h g on a Neumann
+ * ghost. fma is IEEE 754's fused multiply-add, exactly rounded, so C's fma()
+ * on the CPU and the GPU's FFMA/DFMA give the same bits. A constant field
+ * stays constant exactly: m + p = 2c, d = 0, s = 0, u' = c. The files are
+ * still compiled with --fmad=false so that nothing else is contracted: only
+ * the multiply-adds written here are fused, as in the C reference.
  * A Dirichlet node is never written: both time levels hold its value.
  */
 #ifndef HEAT_CUDA_STENCIL_CUH
@@ -73,12 +77,28 @@ __device__ __forceinline__ void hk_xghost(int i, int n, const int b[2], const T 
     if (i == n - 1 && b[1] == HK_NEUMANN) xp = xp + g[1];
 }
 
+/* IEEE fused multiply-add a b + c, one rounding (the C reference's fma()). */
+__device__ __forceinline__ float hk_fma(float a, float b, float c)
+{
+    return __fmaf_rn(a, b, c);
+}
+__device__ __forceinline__ double hk_fma(double a, double b, double c)
+{
+    return __fma_rn(a, b, c);
+}
+
+/* One axis's second difference (m + p) - 2c. */
+template <typename T> __device__ __forceinline__ T hk_d2(T c, T m, T p)
+{
+    return hk_fma(T(-2), c, m + p);
+}
+
 template <typename T, bool D3>
 __device__ __forceinline__ T hk_point(T c, T xm, T xp, T pm, T pp, T wm, T wp, T rx, T rp, T rw)
 {
-    T s = rx * ((xm - c) + (xp - c));
-    if (D3) s = s + rp * ((pm - c) + (pp - c));
-    s = s + rw * ((wm - c) + (wp - c));
+    T s = rx * hk_d2(c, xm, xp);
+    if (D3) s = hk_fma(rp, hk_d2(c, pm, pp), s);
+    s = hk_fma(rw, hk_d2(c, wm, wp), s);
     return c + s;
 }
 
