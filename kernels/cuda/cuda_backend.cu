@@ -283,19 +283,11 @@ extern "C" int heat_cuda_usable(char *why, size_t n)
     return 1;
 }
 
-extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
+/* Whether two time levels of the case fit in the free memory of the current
+ * device `prop`, and every axis in 32 bits; HEAT_ERUNTIME saying why not. */
+static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t bytes,
+                      heat_error *err)
 {
-    *out = NULL;
-    char why[512];
-    if (!heat_cuda_usable(why, sizeof why))
-        return heat_error_set(err, HEAT_ERUNTIME, "solver.backend = \"cuda\": %s", why);
-
-    const size_t vs = heat_case_value_size(c);
-    const size_t bytes = (size_t)c->d.points * vs;
-    int dev = 0;
-    HEAT_CUDA_CHECK(cudaGetDevice(&dev));
-    cudaDeviceProp prop;
-    HEAT_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     size_t free_b = 0, total_b = 0;
     HEAT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const size_t need = 2 * bytes;
@@ -304,13 +296,68 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
                               "cuda backend: the field does not fit on %s: %.3f GB needed (two "
                               "time levels of %lld points in %s), %.3f GB free of %.3f GB; use a "
                               "smaller grid, float precision, or backend = \"cpu\"",
-                              prop.name, (double)need / 1e9, (long long)c->d.points,
+                              prop->name, (double)need / 1e9, (long long)c->d.points,
                               heat_precision_name(c->solver.precision), (double)free_b / 1e9,
                               (double)total_b / 1e9);
     if (c->grid.n[0] > INT32_MAX || c->grid.n[1] > INT32_MAX || c->grid.n[2] > INT32_MAX)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: an axis of more than %d points is not supported",
                               INT32_MAX);
+    return HEAT_OK;
+}
+
+/* The device memory, stream and events of a new backend; on failure the
+ * caller destroys it. */
+static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error *err)
+{
+    cudaError_t e = cudaMalloc(&s->u, s->bytes);
+    if (e == cudaSuccess) e = cudaMalloc(&s->v, s->bytes);
+    if (e != cudaSuccess) {
+        size_t free_b = 0, total_b = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&free_b, &total_b);
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: cannot allocate the field on %s: %.3f GB needed "
+                              "(two time levels), %.3f GB free of %.3f GB",
+                              prop->name, 2.0 * (double)s->bytes / 1e9, (double)free_b / 1e9,
+                              (double)total_b / 1e9);
+    }
+    HEAT_CUDA_CHECK(cudaMalloc(&s->d_resid, sizeof *s->d_resid));
+    HEAT_CUDA_CHECK(cudaMallocHost(&s->h_resid, sizeof *s->h_resid));
+    HEAT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 4; i++) HEAT_CUDA_CHECK(cudaEventCreate(&s->ev[i]));
+    return HEAT_OK;
+}
+
+/* "cuda (device, kernel, k steps per pass, precision)": the run's first line. */
+static void describe(heat_backend *b, const cuda_state *s, const cudaDeviceProp *prop)
+{
+    const heat_case *c = b->c;
+    if (s->depth > 1)
+        snprintf(b->description, sizeof b->description,
+                 "cuda (%s, %s kernel, %d steps per pass%s, %s)", prop->name,
+                 heat_kernel_name(c->solver.kernel), s->depth,
+                 c->solver.temporal_auto ? " (auto)" : "",
+                 heat_precision_name(c->solver.precision));
+    else
+        snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop->name,
+                 heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
+}
+
+extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
+{
+    *out = NULL;
+    char why[512];
+    if (!heat_cuda_usable(why, sizeof why))
+        return heat_error_set(err, HEAT_ERUNTIME, "solver.backend = \"cuda\": %s", why);
+
+    const size_t bytes = (size_t)c->d.points * heat_case_value_size(c);
+    int dev = 0;
+    HEAT_CUDA_CHECK(cudaGetDevice(&dev));
+    cudaDeviceProp prop;
+    HEAT_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    int rc = check_fits(c, &prop, bytes, err);
+    if (rc) return rc;
 
     heat_backend *b = (heat_backend *)calloc(1, sizeof *b);
     cuda_state *s = (cuda_state *)calloc(1, sizeof *s);
@@ -341,45 +388,11 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
         fill_args<float>(c, s->af);
     else
         fill_args<double>(c, s->ad);
-
-    int rc = HEAT_OK;
-    cudaError_t e = cudaMalloc(&s->u, bytes);
-    if (e == cudaSuccess) e = cudaMalloc(&s->v, bytes);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        cudaMemGetInfo(&free_b, &total_b);
-        rc = heat_error_set(err, HEAT_ERUNTIME,
-                            "cuda backend: cannot allocate the field on %s: %.3f GB needed (two "
-                            "time levels), %.3f GB free of %.3f GB",
-                            prop.name, 2.0 * (double)bytes / 1e9, (double)free_b / 1e9,
-                            (double)total_b / 1e9);
+    if ((rc = allocate_device(s, &prop, err))) {
         cuda_destroy(b);
         return rc;
     }
-#define CREATE_CHECK(call)                                                                         \
-    do {                                                                                           \
-        if ((rc = [&]() -> int {                                                                   \
-                HEAT_CUDA_CHECK(call);                                                             \
-                return HEAT_OK;                                                                    \
-            }())) {                                                                                \
-            cuda_destroy(b);                                                                       \
-            return rc;                                                                             \
-        }                                                                                          \
-    } while (0)
-    CREATE_CHECK(cudaMalloc(&s->d_resid, sizeof *s->d_resid));
-    CREATE_CHECK(cudaMallocHost(&s->h_resid, sizeof *s->h_resid));
-    CREATE_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-    for (int i = 0; i < 4; i++) CREATE_CHECK(cudaEventCreate(&s->ev[i]));
-#undef CREATE_CHECK
-    if (s->depth > 1)
-        snprintf(b->description, sizeof b->description,
-                 "cuda (%s, %s kernel, %d steps per pass%s, %s)", prop.name,
-                 heat_kernel_name(c->solver.kernel), s->depth,
-                 c->solver.temporal_auto ? " (auto)" : "",
-                 heat_precision_name(c->solver.precision));
-    else
-        snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop.name,
-                 heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
+    describe(b, s, &prop);
     *out = b;
     return HEAT_OK;
 }
