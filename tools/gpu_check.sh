@@ -19,6 +19,7 @@
 #      k = 4.
 #
 #   tools/gpu_check.sh [OUTDIR] [steps...]
+#   HEAT_CUDA_ARCHS: the architectures to build for (default 90, the H100)
 #   steps: build tests sanitize bench loop output profile (default all but profile)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +36,8 @@ say() { printf '\n== %s\n' "$*"; }
 
 if has build; then
   say "build ($build)"
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON -DHEAT_BUILD_TESTS=ON >"$out/configure.log" 2>&1 &&
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON -DHEAT_BUILD_TESTS=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="${HEAT_CUDA_ARCHS:-90}" >"$out/configure.log" 2>&1 &&
     cmake --build "$build" -j"$jobs" >"$out/build.log" 2>&1 || {
     tail -n 40 "$out/configure.log" "$out/build.log"
     exit 1
