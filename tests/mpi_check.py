@@ -142,7 +142,7 @@ class Env:
         p = subprocess.run(c, cwd=cwd or self.work, env=env or self.env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True, timeout=300)
-        if p.returncode != expect:
+        if p.returncode not in (expect if isinstance(expect, tuple) else (expect,)):
             raise Failure("%s: exit status %d, expected %d\n%s"
                           % (" ".join(c), p.returncode, expect, p.stdout))
         return p.stdout
@@ -339,8 +339,9 @@ def test_fail(env):
         out = fresh(env, "fl_" + io)
         e = dict(env.env)
         e.update({"HEAT_TEST_FAIL_WRITE": "3", "HEAT_TEST_FAIL_RANK": "1"})
+        # A serial HDF5 refuses collective files as a deck error (exit 2).
         text = env.run(3, deck, out, ["parallel.io=\"%s\"" % io, "parallel.ranks=[1,3,1]"],
-                       expect=1, env=e)
+                       expect=(1, 2) if io == "collective" else 1, env=e)
         if "collective" == io and "needs a parallel HDF5" in text:
             log("collective files: not available in this build (serial HDF5), skipped")
             continue
@@ -385,7 +386,7 @@ def test_badsplit(env):
     def check(cmd, expect):
         p = subprocess.run(cmd, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
-        if p.returncode != expect:
+        if p.returncode not in (expect if isinstance(expect, tuple) else (expect,)):
             raise Failure("%s: exit status %d, expected %d\n%s"
                           % (" ".join(cmd), p.returncode, expect, p.stdout))
         return p.stdout
