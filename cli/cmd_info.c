@@ -6,15 +6,17 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "deck.h"
 #include "h5file.h"
 
 static const char usage_info[] =
     "usage: heat info FILE\n"
     "\n"
     "Shows what a snapshot or checkpoint holds: kind, step, time, dt, grid, spacing,\n"
-    "precision, boundary conditions, diffusivity, the program and format version that\n"
-    "wrote it, and the deck of its run. Reads the whole field to verify every chunk's\n"
-    "Fletcher-32 checksum.\n"
+    "precision, boundary conditions, diffusivity, the materials (with the nodes of each\n"
+    "where the file holds the material index), the program and format version that\n"
+    "wrote it, and the deck of its run. Reads the whole field (and material index) to\n"
+    "verify every chunk's Fletcher-32 checksum.\n"
     "\n"
     "exit status: 0 intact, 1 damaged or not a heat file, 2 bad usage or no such file\n";
 
@@ -61,7 +63,7 @@ static void print_meta(const char *path, const heat_file_meta *m)
     printf("spacing         hx %.17g  hy %.17g", m->spacing[0], m->spacing[1]);
     if (m->dims == 3) printf("  hz %.17g", m->spacing[2]);
     printf("\nprecision       %s\n", heat_precision_name(m->precision));
-    printf("diffusivity     %.17g\n", m->alpha);
+    printf("diffusivity     %.17g%s\n", m->alpha, m->has_material ? " (material 0's)" : "");
     for (int f = 0; f < 2 * m->dims; f++) {
         char bc[96];
         heat_bc_text(&m->bc[f], 0, bc, sizeof bc);
@@ -97,6 +99,64 @@ static int verify_field(const char *path, const heat_file_meta *m)
     return rc;
 }
 
+/* The nodes of each material in the file's material index (reading it
+ * verifies its checksums): 0, or 1 when it is damaged or names a material
+ * the deck lacks. */
+static int count_material(const char *path, const heat_file_meta *m, int nmat, int64_t *count)
+{
+    heat_intfile *f = NULL;
+    heat_error err;
+    int32_t *plane = malloc(sizeof *plane * (size_t)(m->n[0] * m->n[1]));
+    int rc = !plane || heat_intfile_open(path, "/VTKHDF/PointData/material", m->n, &f, &err);
+    for (int64_t k = 0; !rc && k < m->n[2]; k++) {
+        if ((rc = heat_intfile_plane(f, k, plane, &err) != 0)) break;
+        for (int64_t i = 0; i < m->n[0] * m->n[1]; i++) {
+            if (plane[i] < 0 || plane[i] >= nmat) {
+                snprintf(err.msg, sizeof err.msg,
+                         "corrupt: material index %d at node %lld of plane %lld names no "
+                         "material (the deck has %d)",
+                         (int)plane[i], (long long)i, (long long)k, nmat);
+                rc = 1;
+                break;
+            }
+            count[plane[i]]++;
+        }
+    }
+    if (rc) fprintf(stderr, "heat info: %s: %s\n", path, plane ? err.msg : "out of memory");
+    if (f) heat_intfile_close(f);
+    free(plane);
+    return rc;
+}
+
+/* The materials of the file's deck, and their nodes where the file holds
+ * the material index; 0, or 1 when that index is damaged. */
+static int print_materials(const char *path, const heat_file_meta *m)
+{
+    heat_case *c = calloc(1, sizeof *c);
+    heat_error err;
+    /* A deck that does not load is shown below as it is. */
+    if (!c || heat_deck_load_string(m->deck, path, NULL, 0, c, NULL, NULL, &err) ||
+        c->materials.count == 0) {
+        free(c);
+        return 0;
+    }
+    int64_t count[HEAT_MATERIALS_MAX] = {0};
+    int rc = m->has_material ? count_material(path, m, c->materials.count, count) : 0;
+    for (int i = 0; i < c->materials.count; i++) {
+        const heat_material *a = &c->materials.m[i];
+        printf("material        %d %s: k %g W/(m K), rho %g kg/m^3, c %g J/(kg K)", i, a->name,
+               a->k, a->rho, a->cp);
+        if (m->has_material && !rc) printf(", %lld nodes", (long long)count[i]);
+        printf("\n");
+    }
+    if (c->materials.count > 1)
+        printf("material index  %s\n", !m->has_material ? "not stored"
+                                       : rc            ? "FAILED"
+                                                       : "/VTKHDF/PointData/material, verified");
+    free(c);
+    return rc;
+}
+
 int heat_cmd_info(int argc, char **argv)
 {
     int rc;
@@ -115,6 +175,7 @@ int heat_cmd_info(int argc, char **argv)
     }
     print_meta(path, &m);
     rc = verify_field(path, &m);
+    if (print_materials(path, &m)) rc = 1;
     printf("deck:\n");
     for (const char *p = m.deck; *p;) {
         const char *nl = strchr(p, '\n');

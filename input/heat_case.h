@@ -266,6 +266,13 @@ int heat_name_index(const char *const *names, const char *s);
  * numbers with %.17g when exact, else %g. */
 void heat_bc_text(const heat_bc *bc, int exact, char *buf, size_t n);
 
+/* Whether field files carry the material index as point data: with more
+ * than one material. */
+static inline int heat_case_writes_material(const heat_case *c)
+{
+    return c->materials.count > 1;
+}
+
 /* Whether two cases have the same materials, regions and sources (what a
  * restart must keep besides the grid, precision and faces); when not, a
  * line per difference is appended to diff. */

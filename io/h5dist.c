@@ -148,21 +148,13 @@ static int commit(heat_h5dist *d, const char *tmp, const char *path, int rc, hea
 /* ------------------------------------------------------------ collective */
 
 #ifdef H5_HAVE_PARALLEL
-static int write_collective(heat_h5dist *d, const char *path, const char *tmp,
-                            const heat_file_meta *m, const void *box, int compress, heat_error *err)
+/* This rank's box of `box` (memory type mtype) into dataset ds, in one
+ * collective H5Dwrite that every rank joins, or none does. */
+static int write_box_collective(heat_h5dist *d, hid_t ds, hid_t mtype, const void *box,
+                                const char *path, const char *doing, heat_error *err)
 {
-    hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, ds = H5I_INVALID_HID, fs = H5I_INVALID_HID,
-          ms = H5I_INVALID_HID, dxpl = H5I_INVALID_HID;
-    const char *doing = "creating it";
+    hid_t fs = H5I_INVALID_HID, ms = H5I_INVALID_HID, dxpl = H5I_INVALID_HID;
     int rc = HEAT_OK;
-    if ((fapl = heat_h5_file_access()) < 0 || H5Pset_fapl_mpio(fapl, d->comm, MPI_INFO_NULL) < 0 ||
-        (fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
-        rc = h5_error(path, doing, err);
-    if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
-    if ((ds = heat_h5_create_layout(fid, m, compress, &doing)) < 0) rc = h5_error(path, doing, err);
-    if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
-
-    doing = "writing the field";
     const hsize_t start[3] = {(hsize_t)d->lo[2], (hsize_t)d->lo[1], (hsize_t)d->lo[0]};
     const hsize_t count[3] = {(hsize_t)d->n[2], (hsize_t)d->n[1], (hsize_t)d->n[0]};
     if ((fs = H5Dget_space(ds)) < 0 ||
@@ -170,15 +162,41 @@ static int write_collective(heat_h5dist *d, const char *path, const char *tmp,
         (ms = H5Screate_simple(3, count, NULL)) < 0 || (dxpl = H5Pcreate(H5P_DATASET_XFER)) < 0 ||
         H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0)
         rc = h5_error(path, doing, err);
-    /* Everyone takes part in the collective write, or nobody does. */
-    if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
-    if (H5Dwrite(ds, m->precision == HEAT_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, ms, fs,
-                 dxpl, box) < 0)
+    if (!(rc = heat_h5dist_agree(d, rc, err)) && H5Dwrite(ds, mtype, ms, fs, dxpl, box) < 0)
         rc = h5_error(path, doing, err);
+    if (dxpl >= 0) H5Pclose(dxpl);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+static int write_collective(heat_h5dist *d, const char *path, const char *tmp,
+                            const heat_file_meta *m, const void *box, int compress, heat_error *err)
+{
+    hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, ds = H5I_INVALID_HID,
+          mds = H5I_INVALID_HID;
+    const char *doing = "creating it";
+    int rc = HEAT_OK;
+    if ((fapl = heat_h5_file_access()) < 0 || H5Pset_fapl_mpio(fapl, d->comm, MPI_INFO_NULL) < 0 ||
+        (fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
+        rc = h5_error(path, doing, err);
+    if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
+    if ((ds = heat_h5_create_layout(fid, m, compress, &doing)) < 0 ||
+        (m->material && (doing = "creating the material index",
+                         mds = heat_h5_create_material(fid, m, compress)) < 0))
+        rc = h5_error(path, doing, err);
+    if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
+    rc = write_box_collective(d, ds, m->precision == HEAT_FLOAT ? H5T_NATIVE_FLOAT
+                                                                : H5T_NATIVE_DOUBLE,
+                              box, path, "writing the field", err);
+    if (!rc && m->material)
+        rc = write_box_collective(d, mds, H5T_NATIVE_UINT8, m->material, path,
+                                  "writing the material index", err);
     if (!rc && injected(d)) rc = injected_error(d, path, tmp, err);
     if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
     doing = "closing it";
     H5Dclose(ds), ds = H5I_INVALID_HID;
+    if (mds >= 0) H5Dclose(mds), mds = H5I_INVALID_HID;
     /* Closing flushes the metadata and the data of every rank (MPI_File_sync). */
     if (H5Fflush(fid, H5F_SCOPE_GLOBAL) < 0) rc = h5_error(path, doing, err);
     herr_t closed = H5Fclose(fid);
@@ -186,9 +204,7 @@ static int write_collective(heat_h5dist *d, const char *path, const char *tmp,
     if (!rc && closed < 0) rc = h5_error(path, doing, err);
     rc = heat_h5dist_agree(d, rc, err);
 out:
-    if (dxpl >= 0) H5Pclose(dxpl);
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
+    if (mds >= 0) H5Dclose(mds);
     if (ds >= 0) H5Dclose(ds);
     if (fid >= 0) H5Fclose(fid);
     if (fapl >= 0) H5Pclose(fapl);
@@ -228,12 +244,92 @@ static MPI_Datatype subarray(const int64_t base[3], const int64_t ext[3], const 
     return t;
 }
 
+/* What the gathered writer moves: the field, or the material index. */
+typedef struct {
+    hid_t ds;
+    hid_t mtype;           /* its memory type */
+    MPI_Datatype value;    /* the same for MPI */
+    size_t es;             /* bytes per value */
+    const void *box;       /* this rank's box of it */
+    const char *doing;     /* "writing the field", ... for messages */
+} gathered_data;
+
+/* The piece [plo, plo + pext) of data `g` into rank 0's `piece`, from every
+ * rank whose box it touches; the other ranks send theirs. */
+static int gather_piece(heat_h5dist *d, const gathered_data *g, const int64_t plo[3],
+                        const int64_t pext[3], void *piece, const char *path, heat_error *err)
+{
+    int rc = HEAT_OK;
+    int64_t phi[3], ilo[3], ihi[3];
+    for (int a = 0; a < 3; a++) phi[a] = plo[a] + pext[a];
+    if (d->rank != 0) {
+        if (!intersect(d->lo, d->n, plo, phi, ilo, ihi)) return HEAT_OK;
+        MPI_Datatype t = subarray(d->lo, d->n, ilo, ihi, g->value);
+        int e = MPI_Ssend(g->box, 1, t, 0, TAG_PIECE, d->comm);
+        MPI_Type_free(&t);
+        if (e != MPI_SUCCESS)
+            rc = heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: sending rank %d's part failed",
+                                path, d->rank);
+        return rc;
+    }
+    for (int r = 0; r < d->size; r++) {
+        if (!intersect(d->boxes[r], d->boxes[r] + 3, plo, phi, ilo, ihi)) continue;
+        MPI_Datatype t = subarray(plo, pext, ilo, ihi, g->value);
+        if (r == 0) {
+            MPI_Datatype s = subarray(d->lo, d->n, ilo, ihi, g->value);
+            MPI_Sendrecv(g->box, 1, s, 0, TAG_PIECE, piece, 1, t, 0, TAG_PIECE, MPI_COMM_SELF,
+                         MPI_STATUS_IGNORE);
+            MPI_Type_free(&s);
+        } else if (MPI_Recv(piece, 1, t, r, TAG_PIECE, d->comm, MPI_STATUS_IGNORE) != MPI_SUCCESS &&
+                   !rc) {
+            rc = heat_error_set(err, HEAT_ERUNTIME,
+                                "cannot write %s: receiving rank %d's part failed", path, r);
+        }
+        MPI_Type_free(&t);
+    }
+    return rc;
+}
+
+/* Data `g` chunk by chunk (chunk: z, y, x), in the same order on every
+ * rank; rank 0 writes each piece. After a failure the rest still arrives
+ * (no rank is left waiting), but nothing more is written. */
+static int gather_data(heat_h5dist *d, const gathered_data *g, const heat_file_meta *m,
+                       const hsize_t chunk[3], void *piece, const char *path, int rc,
+                       heat_error *err)
+{
+    const int64_t ck[3] = {(int64_t)chunk[2], (int64_t)chunk[1], (int64_t)chunk[0]};
+    int64_t plo[3];
+    for (plo[2] = 0; plo[2] < m->n[2]; plo[2] += ck[2])
+        for (plo[1] = 0; plo[1] < m->n[1]; plo[1] += ck[1])
+            for (plo[0] = 0; plo[0] < m->n[0]; plo[0] += ck[0]) {
+                int64_t pext[3];
+                for (int a = 0; a < 3; a++)
+                    pext[a] = (plo[a] + ck[a] < m->n[a] ? plo[a] + ck[a] : m->n[a]) - plo[a];
+                int prc = gather_piece(d, g, plo, pext, piece, path, err);
+                if (!rc) rc = prc;
+                if (rc || d->rank != 0) continue;
+                const hsize_t start[3] = {(hsize_t)plo[2], (hsize_t)plo[1], (hsize_t)plo[0]};
+                const hsize_t count[3] = {(hsize_t)pext[2], (hsize_t)pext[1], (hsize_t)pext[0]};
+                hid_t fs = H5Dget_space(g->ds), ms = H5Screate_simple(3, count, NULL);
+                if (fs < 0 || ms < 0 ||
+                    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+                    H5Dwrite(g->ds, g->mtype, ms, fs, H5P_DEFAULT, piece) < 0)
+                    rc = h5_error(path, g->doing, err);
+                if (ms >= 0) H5Sclose(ms);
+                if (fs >= 0) H5Sclose(fs);
+            }
+    return rc;
+}
+
 static int write_gathered(heat_h5dist *d, const char *path, const char *tmp,
                           const heat_file_meta *m, const void *box, int compress, heat_error *err)
 {
-    const MPI_Datatype value = d->vs == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE;
-    const hid_t mtype = d->vs == sizeof(float) ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
-    hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+    hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID;
+    gathered_data g = {H5I_INVALID_HID, d->vs == sizeof(float) ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE,
+                       d->vs == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE, d->vs, box,
+                       "writing the field"};
+    gathered_data mat = {H5I_INVALID_HID, H5T_NATIVE_UINT8, MPI_UINT8_T, 1, m->material,
+                         "writing the material index"};
     const char *doing = "creating it";
     int rc = HEAT_OK;
     char *piece = NULL;
@@ -246,77 +342,27 @@ static int write_gathered(heat_h5dist *d, const char *path, const char *tmp,
             rc = heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: out of memory", path);
         else if ((fapl = heat_h5_file_access()) < 0 ||
                  (fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0 ||
-                 (ds = heat_h5_create_layout(fid, m, compress, &doing)) < 0)
+                 (g.ds = heat_h5_create_layout(fid, m, compress, &doing)) < 0 ||
+                 (m->material && (doing = "creating the material index",
+                                  mat.ds = heat_h5_create_material(fid, m, compress)) < 0))
             rc = h5_error(path, doing, err);
     }
     if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
-
-    /* Chunk by chunk, in the same order on every rank. */
-    doing = "writing the field";
-    const int64_t ck[3] = {(int64_t)chunk[2], (int64_t)chunk[1], (int64_t)chunk[0]};
-    int64_t plo[3], phi[3];
-    for (plo[2] = 0; plo[2] < m->n[2]; plo[2] += ck[2])
-        for (plo[1] = 0; plo[1] < m->n[1]; plo[1] += ck[1])
-            for (plo[0] = 0; plo[0] < m->n[0]; plo[0] += ck[0]) {
-                int64_t pext[3];
-                for (int a = 0; a < 3; a++) {
-                    phi[a] = plo[a] + ck[a] < m->n[a] ? plo[a] + ck[a] : m->n[a];
-                    pext[a] = phi[a] - plo[a];
-                }
-                int64_t ilo[3], ihi[3];
-                if (d->rank != 0) {
-                    if (!intersect(d->lo, d->n, plo, phi, ilo, ihi)) continue;
-                    MPI_Datatype t = subarray(d->lo, d->n, ilo, ihi, value);
-                    int e = MPI_Ssend(box, 1, t, 0, TAG_PIECE, d->comm);
-                    MPI_Type_free(&t);
-                    if (e != MPI_SUCCESS && !rc)
-                        rc = heat_error_set(err, HEAT_ERUNTIME,
-                                            "cannot write %s: sending rank %d's part failed", path,
-                                            d->rank);
-                    continue;
-                }
-                for (int r = 0; r < d->size; r++) {
-                    if (!intersect(d->boxes[r], d->boxes[r] + 3, plo, phi, ilo, ihi)) continue;
-                    MPI_Datatype t = subarray(plo, pext, ilo, ihi, value);
-                    if (r == 0) {
-                        MPI_Datatype s = subarray(d->lo, d->n, ilo, ihi, value);
-                        MPI_Sendrecv(box, 1, s, 0, TAG_PIECE, piece, 1, t, 0, TAG_PIECE,
-                                     MPI_COMM_SELF, MPI_STATUS_IGNORE);
-                        MPI_Type_free(&s);
-                    } else if (MPI_Recv(piece, 1, t, r, TAG_PIECE, d->comm, MPI_STATUS_IGNORE) !=
-                                   MPI_SUCCESS &&
-                               !rc) {
-                        rc = heat_error_set(err, HEAT_ERUNTIME,
-                                            "cannot write %s: receiving rank %d's part failed",
-                                            path, r);
-                    }
-                    MPI_Type_free(&t);
-                }
-                /* After a failure the rest still arrives (no rank is left
-                 * waiting), but nothing more is written. */
-                if (rc) continue;
-                const hsize_t start[3] = {(hsize_t)plo[2], (hsize_t)plo[1], (hsize_t)plo[0]};
-                const hsize_t count[3] = {(hsize_t)pext[2], (hsize_t)pext[1], (hsize_t)pext[0]};
-                hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(3, count, NULL);
-                if (fs < 0 || ms < 0 ||
-                    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-                    H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, piece) < 0)
-                    rc = h5_error(path, doing, err);
-                if (ms >= 0) H5Sclose(ms);
-                if (fs >= 0) H5Sclose(fs);
-            }
+    rc = gather_data(d, &g, m, chunk, piece, path, rc, err);
+    if (m->material) rc = gather_data(d, &mat, m, chunk, piece, path, rc, err);
     if (!rc && injected(d)) rc = injected_error(d, path, tmp, err);
     if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
     if (d->rank == 0) {
-        doing = "closing it";
-        H5Dclose(ds), ds = H5I_INVALID_HID;
+        H5Dclose(g.ds), g.ds = H5I_INVALID_HID;
+        if (mat.ds >= 0) H5Dclose(mat.ds), mat.ds = H5I_INVALID_HID;
         herr_t closed = H5Fclose(fid);
         fid = H5I_INVALID_HID;
-        if (closed < 0) rc = h5_error(path, doing, err);
+        if (closed < 0) rc = h5_error(path, "closing it", err);
     }
     rc = heat_h5dist_agree(d, rc, err);
 out:
-    if (ds >= 0) H5Dclose(ds);
+    if (g.ds >= 0) H5Dclose(g.ds);
+    if (mat.ds >= 0) H5Dclose(mat.ds);
     if (fid >= 0) H5Fclose(fid);
     if (fapl >= 0) H5Pclose(fapl);
     H5Eclear2(H5E_DEFAULT);

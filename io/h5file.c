@@ -290,12 +290,37 @@ hid_t heat_h5_file_access(void)
     return file_access();
 }
 
+/* A dataset of point data in /VTKHDF/PointData (the group `pd`): the
+ * field's shape and chunks, deflated when compress > 0, every chunk
+ * checksummed, `fill` where nothing was written. */
+static hid_t create_point_data(hid_t pd, const char *name, hid_t file_type, const heat_file_meta *m,
+                               int compress, hid_t fill_type, const void *fill)
+{
+    hid_t sp = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+    const size_t vs = m->precision == HEAT_FLOAT ? sizeof(float) : sizeof(double);
+    /* Always (nz, ny, nx), nz = 1 in 2D: the file contract. (VTK's newer
+     * readers drop a single-plane z axis and would rather have (ny, nx);
+     * the reader below takes both. See docs/FORMAT.md.) */
+    const hsize_t dims[3] = {(hsize_t)m->n[2], (hsize_t)m->n[1], (hsize_t)m->n[0]};
+    hsize_t chunk[3];
+    heat_h5_chunk_shape(m->n, vs, chunk);
+    if ((sp = H5Screate_simple(3, dims, NULL)) < 0) goto done;
+    if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(dcpl, 3, chunk) < 0) goto done;
+    /* Filters run in this order on writing: the checksum comes last, so
+     * that it covers the bytes as stored. */
+    if (compress > 0 && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)compress) < 0))
+        goto done;
+    if (H5Pset_fletcher32(dcpl) < 0 || H5Pset_fill_value(dcpl, fill_type, fill) < 0) goto done;
+    ds = H5Dcreate2(pd, name, file_type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+done:
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (sp >= 0) H5Sclose(sp);
+    return ds;
+}
+
 hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, const char **doing)
 {
-    hid_t g = H5I_INVALID_HID, pd = H5I_INVALID_HID, sp = H5I_INVALID_HID, dcpl = H5I_INVALID_HID,
-          ds = H5I_INVALID_HID;
-    const int is_float = m->precision == HEAT_FLOAT;
-    const size_t vs = is_float ? sizeof(float) : sizeof(double);
+    hid_t g = H5I_INVALID_HID, pd = H5I_INVALID_HID, ds = H5I_INVALID_HID;
     *doing = "writing the metadata";
     if (put_root_attrs(fid, m) || put_deck(fid, m->deck)) goto done;
     if ((g = H5Gcreate2(fid, "VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
@@ -303,34 +328,35 @@ hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, co
     if ((pd = H5Gcreate2(g, "PointData", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
 
     *doing = "creating the field";
-    /* Always (nz, ny, nx), nz = 1 in 2D: the file contract. (VTK's newer
-     * readers drop a single-plane z axis and would rather have (ny, nx);
-     * the reader below takes both. See docs/FORMAT.md.) */
-    const int rank = 3;
-    const hsize_t dims3[3] = {(hsize_t)m->n[2], (hsize_t)m->n[1], (hsize_t)m->n[0]};
-    hsize_t chunk3[3];
-    heat_h5_chunk_shape(m->n, vs, chunk3);
-    const hsize_t *dims = dims3 + (3 - rank), *chunk = chunk3 + (3 - rank);
-    if ((sp = H5Screate_simple(rank, dims, NULL)) < 0) goto done;
-    if ((dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_chunk(dcpl, rank, chunk) < 0)
-        goto done;
-    /* Filters run in this order on writing: the checksum comes last, so
-     * that it covers the bytes as stored. */
-    if (compress > 0 && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)compress) < 0))
-        goto done;
-    if (H5Pset_fletcher32(dcpl) < 0) goto done;
     /* A chunk that a damaged index hides reads as the fill value: NaN, which
      * no field of a run holds, so the reader notices (heat_file_read_field). */
     const double fill = NAN;
-    if (H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fill) < 0) goto done;
-    ds = H5Dcreate2(pd, "temperature", is_float ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, sp, H5P_DEFAULT,
-                    dcpl, H5P_DEFAULT);
+    ds = create_point_data(pd, "temperature",
+                           m->precision == HEAT_FLOAT ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, m,
+                           compress, H5T_NATIVE_DOUBLE, &fill);
 done:
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (sp >= 0) H5Sclose(sp);
     if (pd >= 0) H5Gclose(pd);
     if (g >= 0) H5Gclose(g);
     return ds;
+}
+
+hid_t heat_h5_create_material(hid_t fid, const heat_file_meta *m, int compress)
+{
+    hid_t pd = H5Gopen2(fid, "/VTKHDF/PointData", H5P_DEFAULT);
+    if (pd < 0) return pd;
+    const uint8_t fill = 255;
+    hid_t ds = create_point_data(pd, "material", H5T_STD_U8LE, m, compress, H5T_NATIVE_UINT8, &fill);
+    H5Gclose(pd);
+    return ds;
+}
+
+/* The material index of m->material into the new file `fid`, whole. */
+static int write_material(hid_t fid, const heat_file_meta *m, int compress)
+{
+    hid_t ds = heat_h5_create_material(fid, m, compress);
+    if (ds < 0) return -1;
+    const herr_t w = H5Dwrite(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->material);
+    return H5Dclose(ds) < 0 || w < 0 ? -1 : 0;
 }
 
 int heat_file_write(const char *path, const heat_file_meta *m, const void *field, int compress,
@@ -352,6 +378,8 @@ int heat_file_write(const char *path, const heat_file_meta *m, const void *field
     if (H5Dwrite(ds, is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                  field) < 0)
         goto h5fail;
+    doing = "writing the material index";
+    if (m->material && write_material(fid, m, compress) < 0) goto h5fail;
     if (heat_h5_injected_failure()) {
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "cannot write %s: injected failure (HEAT_TEST_FAIL_WRITE=%s) after "
@@ -602,6 +630,7 @@ static int read_field_layout(hid_t fid, heat_file_meta *m)
     if (!rc && !m->has_checksum) rc = READ_NOSUM;
     if (t >= 0) H5Tclose(t);
     if (ds >= 0) H5Dclose(ds);
+    m->has_material = !rc && H5Lexists(fid, "/VTKHDF/PointData/material", H5P_DEFAULT) > 0;
     return rc;
 }
 

@@ -43,6 +43,11 @@ typedef struct heat_file_meta {
     double alpha;
     heat_bc bc[HEAT_NFACES];
     char *deck; /* the canonical deck text; malloc'd by heat_file_read_meta */
+    /* Written only: the material index of every node the writer holds (the
+     * field's layout: the whole grid, or a rank's box), or NULL for none;
+     * borrowed. */
+    const uint8_t *material;
+    int has_material; /* read: the file holds /VTKHDF/PointData/material */
     /* Read only: how the field is stored. */
     int has_checksum;  /* the Fletcher-32 filter is on the field (always, or it is refused) */
     int meta_checksum; /* the metadata checksum was verified (format 2 and later) */

@@ -22,6 +22,11 @@ hid_t heat_h5_file_access(void);
  * driver every rank must call it with the same metadata. */
 hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, const char **doing);
 
+/* Creates /VTKHDF/PointData/material (unsigned bytes, the field's shape and
+ * chunks, checksummed; fill value 255, which names no material) in a file
+ * whose layout heat_h5_create_layout made. */
+hid_t heat_h5_create_material(hid_t fid, const heat_file_meta *m, int compress);
+
 /* The field's chunk shape (z, y, x): whole planes where they fit in about
  * 4 MiB, else whole rows, else part of a row. */
 void heat_h5_chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3]);

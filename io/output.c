@@ -87,6 +87,7 @@ static int write_job(heat_output *o, const job *j, const void *field, heat_error
     if (j->kinds & HEAT_OUTPUT_SNAPSHOT) {
         heat_output_snapshot_path(path, sizeof path, o->dir, c->name, j->step);
         heat_file_meta_from_case(&m, c, HEAT_FILE_SNAPSHOT, j->step, j->time, o->deck);
+        m.material = o->opt.material;
         if ((rc = write_field(o, path, &m, field, err))) return rc;
         pthread_mutex_lock(&o->mu);
         o->snapshots++;
@@ -100,6 +101,7 @@ static int write_job(heat_output *o, const job *j, const void *field, heat_error
     if (j->kinds & HEAT_OUTPUT_CHECKPOINT) {
         heat_output_checkpoint_path(path, sizeof path, o->dir, c->name, j->step);
         heat_file_meta_from_case(&m, c, HEAT_FILE_CHECKPOINT, j->step, j->time, o->deck);
+        m.material = o->opt.material;
         if ((rc = write_field(o, path, &m, field, err))) return rc;
         pthread_mutex_lock(&o->mu);
         o->checkpoints++;

@@ -74,6 +74,11 @@ typedef struct heat_output_options {
     int64_t field_points;
     /* Write in the caller's thread, at submit (an MPI without thread support). */
     int inline_writes;
+    /* The material index of every node of the buffers' layout (whole grid,
+     * or the rank's box), written into every field file as point data; NULL
+     * for none (heat_case_writes_material). Borrowed: it must outlive the
+     * output. */
+    const uint8_t *material;
 } heat_output_options;
 
 /* Checks whether `dir` may be used without creating anything: HEAT_EINPUT

@@ -56,8 +56,16 @@ int heat_xdmf_write(const char *path, const heat_case *c, const heat_xdmf_entry 
                 "          <DataItem Dimensions=\"%s\" NumberType=\"Float\" Precision=\"%d\" "
                 "Format=\"HDF\">%s:/VTKHDF/PointData/temperature</DataItem>\n",
                 shape, prec, file);
-        fprintf(f, "        </Attribute>\n"
-                   "      </Grid>\n");
+        fprintf(f, "        </Attribute>\n");
+        if (heat_case_writes_material(c))
+            fprintf(f,
+                    "        <Attribute Name=\"material\" AttributeType=\"Scalar\" "
+                    "Center=\"Node\">\n"
+                    "          <DataItem Dimensions=\"%s\" NumberType=\"UChar\" Precision=\"1\" "
+                    "Format=\"HDF\">%s:/VTKHDF/PointData/material</DataItem>\n"
+                    "        </Attribute>\n",
+                    shape, file);
+        fprintf(f, "      </Grid>\n");
     }
     fprintf(f, "    </Grid>\n"
                "  </Domain>\n"

@@ -57,6 +57,7 @@ typedef struct run_state {
     heat_par *par;
     heat_part part;      /* this rank's box (the whole grid for one process) */
     heat_h5dist *writer; /* the ranks' field-file writer */
+    uint8_t *material;   /* the material of each node of the part, for the files; or NULL */
 } run_state;
 
 /* Points of this rank's field: its box, or the whole grid. */
@@ -323,6 +324,24 @@ static int create_backend(run_state *s, heat_error *err)
 /* The variable-coefficient update: the classes of the box the backend
  * holds, painted here, and the tables (collective). Regions that contain no
  * node of the whole grid are said once. */
+/* The material index of the part's nodes (s->part), cut from the classes
+ * of the class box [lo, lo + n), for the field files. */
+static int keep_material(run_state *s, const uint8_t *cls, const heat_classes *t,
+                         const int64_t lo[3], const int64_t n[3], heat_error *err)
+{
+    const int64_t *pl = s->part.lo, *pn = s->part.n;
+    s->material = malloc((size_t)(pn[0] * pn[1] * pn[2]));
+    if (!s->material) return heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material index");
+    uint8_t *m = s->material;
+    for (int64_t k = 0; k < pn[2]; k++)
+        for (int64_t j = 0; j < pn[1]; j++) {
+            const uint8_t *row =
+                cls + ((pl[2] - lo[2] + k) * n[1] + (pl[1] - lo[1] + j)) * n[0] + (pl[0] - lo[0]);
+            for (int64_t i = 0; i < pn[0]; i++) *m++ = t->material[row[i]];
+        }
+    return HEAT_OK;
+}
+
 static int setup_classes(run_state *s, heat_error *err)
 {
     const heat_case *c = s->c;
@@ -337,6 +356,7 @@ static int setup_classes(run_state *s, heat_error *err)
                  : heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material classes");
     if (!rc) rc = heat_case_coeffs(c, &t, &k, err);
     if (!rc) rc = heat_backend_set_classes(s->b, cls, &k, err);
+    if (!rc && heat_case_writes_material(c)) rc = keep_material(s, cls, &t, lo, n, err);
     heat_coeffs_free(&k);
     free(cls);
     if ((rc = agree(s, rc, err))) return rc;
@@ -408,7 +428,8 @@ static int open_output(run_state *s, const char *deck_text, heat_output_mode mod
                               .start_step = s->step,
                               .deck_text = deck_text,
                               .alloc = {backend_host_alloc, backend_host_free, s->b},
-                              .notices = s->opt->notices};
+                              .notices = s->opt->notices,
+                              .material = s->material};
     int rc = HEAT_OK;
     if (s->par) {
         rc = agree(s, heat_par_writer(s->par, s->c, &s->part, &s->writer, err), err);
@@ -799,6 +820,7 @@ done:
     heat_output_close(s.out);
     heat_h5dist_destroy(s.writer);
     heat_backend_destroy(s.b);
+    free(s.material);
     free(s.c);
     return rc;
 }

@@ -81,6 +81,26 @@ DECK_PERIODIC = DECK3.replace(
 
 DECK2 = DECK3.replace("points = [23, 17, 13]", "points = [31, 19, 1]")
 
+# Two materials painted by regions, a source, a convective and a flux face
+# (the variable-coefficient update), y periodic.
+DECK_MATERIALS = DECK3.replace(
+    """material = { diffusivity = 1.0; };""",
+    """materials = (
+  { name = "a"; conductivity = 2.0; density = 1.0; specific_heat = 1.5; },
+  { name = "b"; conductivity = 0.5; density = 2.0; specific_heat = 1.0; }
+);
+regions = (
+  { material = "b"; box = { min = [0.9, -1.0, 2.0]; max = [1.3, -0.5, 2.6]; }; },
+  { material = "b"; sphere = { center = [1.3, -0.4, 2.3]; radius = 0.2; }; }
+);
+sources = ( { box = { min = [0.6, -0.7, 2.1]; max = [1.0, -0.4, 2.4]; };
+              power_density = 5.0; } );
+probes = ( { name = "p"; at = [1.0, -0.6, 2.3]; } );""").replace(
+    """  z_lo = { type = "neumann"; gradient = -1.0; };
+  z_hi = { type = "dirichlet"; value = 0.0; };""",
+    """  z_lo = { type = "flux"; value = 3.0; };
+  z_hi = { type = "convective"; h = 4.0; ambient = 0.25; };""")
+
 
 class Failure(Exception):
     pass
@@ -155,6 +175,14 @@ def read_field(path):
         return ds[()], int(f.attrs["step"]), float(f.attrs["time"])
 
 
+def read_material(path):
+    """The material index of a field file, or None when it has none."""
+    import h5py
+    with h5py.File(path, "r") as f:
+        ds = f.get("VTKHDF/PointData/material")
+        return None if ds is None else ds[()]
+
+
 def history_rows(path):
     rows = []
     with open(path) as f:
@@ -185,11 +213,18 @@ def same_run(ref, got, what, files=None):
                           "(z, y, x): %s)" % (what, n, where))
         if (sa, ta) != (sb, tb):
             raise Failure("%s: %s: step and time %s, expected %s" % (what, n, (sb, tb), (sa, ta)))
+        ma, mb = read_material(os.path.join(ref, n)), read_material(g)
+        if (ma is None) != (mb is None) or (ma is not None and ma.tobytes() != mb.tobytes()):
+            raise Failure("%s: %s: the material index differs from the one-process run"
+                          % (what, n))
     ha, hb = history_rows(os.path.join(ref, "history.csv")), \
         history_rows(os.path.join(got, "history.csv"))
     if ha != hb:
         raise Failure("%s: history.csv step, time and residual differ from the one-process "
                       "run:\n%s\n%s" % (what, ha, hb))
+    pa, pb = os.path.join(ref, "probes.csv"), os.path.join(got, "probes.csv")
+    if os.path.exists(pa) and (not os.path.exists(pb) or open(pa).read() != open(pb).read()):
+        raise Failure("%s: probes.csv differs from the one-process run" % what)
     leftovers = [n for n in os.listdir(got) if n.endswith(".tmp")]
     if leftovers:
         raise Failure("%s: temporary files left in %s: %s" % (what, got, leftovers))
@@ -207,7 +242,8 @@ def fresh(env, name):
 def test_splits(env):
     decks = {"d3": env.write("d3.cfg", DECK3 % {"name": "d3"}),
              "per": env.write("per.cfg", DECK_PERIODIC % {"name": "per"}),
-             "d2": env.write("d2.cfg", DECK2 % {"name": "d2"})}
+             "d2": env.write("d2.cfg", DECK2 % {"name": "d2"}),
+             "mat": env.write("mat.cfg", DECK_MATERIALS % {"name": "mat"})}
     # (deck, precision, temporal_block, processes, parallel.ranks or None, io)
     cases = [
         ("d3", "double", 1, 1, None, "auto"),
@@ -230,6 +266,10 @@ def test_splits(env):
         ("d2", "double", 1, 2, "[1,2,1]", "auto"),
         ("d2", "float", 1, 4, "[2,2,1]", "auto"),
         ("d2", "double", 4, 3, "[3,1,1]", "aggregated"),
+        ("mat", "double", 1, 3, "[1,3,1]", "auto"),  # periodic y cut in 3
+        ("mat", "double", 1, 2, "[1,1,2]", "aggregated"),
+        ("mat", "float", 1, 4, "[2,1,2]", "auto"),
+        ("mat", "double", 2, 4, "[2,2,1]", "auto"),
     ]
     refs = {}
     for deck, prec, tb, np, ranks, io in cases:

@@ -11,7 +11,8 @@ precision. Then opens <name>.xmf with ParaView's XDMF readers and the final
 snapshot and newest checkpoint with its VTKHDF reader, and checks that
 ParaView sees the same thing: the time values, the number of points, the
 extent, origin and spacing, the array type, the range of `temperature` and
-every value of it, at every time step.
+every value of it, at every time step; and, in a run with several materials,
+the `material` index array (unsigned bytes) and every value of it.
 
 Exit status 0 when everything matches, 1 with one line per mismatch
 otherwise, 2 for bad usage. When h5py cannot be imported under pvpython, the
@@ -83,6 +84,11 @@ def read_run(outdir, name):
             rec["min"] = float(np.min(u))
             rec["max"] = float(np.max(u))
             rec["values"] = [float(v) for v in u.ravel()]  # x fastest, as VTK orders points
+            if "material" in g["PointData"]:
+                mat = g["PointData"]["material"][()]
+                rec["material_shape"] = list(mat.shape)
+                rec["material_dtype"] = str(mat.dtype)
+                rec["material"] = [int(v) for v in mat.ravel()]
         run[kind].append(rec)
     for kind in ("snapshots", "checkpoints"):
         run[kind].sort(key=lambda r: r["name_step"])
@@ -181,6 +187,15 @@ def check_files(run, args, c):
             c.fail("%s: temperature holds NaN" % f)
         if r["min"] == r["max"]:
             c.fail("%s: temperature is constant (%g): a useless test field" % (f, r["min"]))
+        if args.materials:
+            if "material" not in r:
+                c.fail("%s: no /VTKHDF/PointData/material in a run with %d materials"
+                       % (f, args.materials))
+                continue
+            c.same(f + " material shape", r["material_shape"], r["shape"])
+            c.same(f + " material type", r["material_dtype"], "uint8")
+            c.same(f + " material indices used", sorted(set(r["material"])),
+                   list(range(args.materials)))
     for a, b in zip(snaps, snaps[1:]):
         if not b["time"] > a["time"]:
             c.fail("snapshot times not increasing: %s t=%r, %s t=%r"
@@ -222,6 +237,14 @@ def check_dataset(c, what, obj, rec):
             c.fail("%s: temperature at point %d (i,j,k = %d,%d,%d) is %r, the file holds %r"
                    % (what, i, ix, iy, iz, g, w))
             return
+    if "material" in rec:
+        m = obj.GetPointData().GetArray("material")
+        if m is None:
+            c.fail("%s: no point array 'material'" % what)
+            return
+        c.same(what + " material type", m.GetDataTypeAsString(), "unsigned char")
+        if vtk_to_numpy(m).astype("int64").ravel().tolist() != rec["material"]:
+            c.fail("%s: the material array differs from the file's" % what)
 
 
 def check_paraview(run, c):
@@ -259,9 +282,10 @@ def check_paraview(run, c):
             continue
         for rec, t in zip(snaps, tv):
             r.UpdatePipeline(t)
-            if r.PointData.keys() != ["temperature"]:
-                c.fail("%s at t=%r: point arrays %s, expected ['temperature']"
-                       % (what, t, r.PointData.keys()))
+            want = ["temperature"] + (["material"] if "material" in rec else [])
+            if sorted(r.PointData.keys()) != sorted(want):
+                c.fail("%s at t=%r: point arrays %s, expected %s"
+                       % (what, t, r.PointData.keys(), want))
             obj = r.GetClientSideObject().GetOutputDataObject(0)
             check_dataset(c, "%s at t=%r (%s)" % (what, t, rec["file"]), obj, rec)
         pv.Delete(r)
@@ -305,6 +329,8 @@ def main():
     p.add_argument("--length", type=triple(float),
                    help="the deck's grid.length (no periodic axes)")
     p.add_argument("--precision", choices=("float", "double"), help="the deck's precision")
+    p.add_argument("--materials", type=int, default=0,
+                   help="the deck's number of materials (each file then holds every index)")
     p.add_argument("--python3", default="python3",
                    help="a python3 with h5py, used when h5py does not import here "
                    "(default: python3 on PATH)")

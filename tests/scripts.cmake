@@ -154,6 +154,21 @@ if(HEAT_TEST STREQUAL "paraview")
   run("ParaView check of the 2D double run" ${PVPYTHON} ${SRC}/tests/paraview_check.py pv2d
       --python3 ${PYTHON3}
       --points 24,20,1 --length 1.15,0.76,0.33 --origin 0.5,-1.0,2.0 --precision double)
+  # Three materials: the material index as point data beside the temperature.
+  file(READ ${WORK}/pv3d.cfg _deck)
+  string(REPLACE "name = \"pv3d\";" "name = \"pvmat\";" _deck "${_deck}")
+  string(REPLACE "dir = \"pv3d\"" "dir = \"pvmat\"" _deck "${_deck}")
+  string(REGEX REPLACE "material = {[^}]*};" "materials = (
+  { name = \"a\"; conductivity = 1.0; density = 1.0; specific_heat = 1.0; },
+  { name = \"b\"; conductivity = 3.0; density = 2.0; specific_heat = 1.0; },
+  { name = \"c\"; conductivity = 0.5; density = 1.0; specific_heat = 2.0; } );
+regions = ( { material = \"b\"; box = { min = [0.5, -1.0, 2.0]; max = [1.0, -0.6, 2.33]; }; },
+  { material = \"c\"; sphere = { center = [1.4, -0.5, 2.2]; radius = 0.2; }; } );" _deck "${_deck}")
+  file(WRITE ${WORK}/pvmat.cfg "${_deck}")
+  run("heat run pvmat.cfg" ${HEAT} run pvmat.cfg --quiet)
+  run("ParaView check of the 3D run with materials" ${PVPYTHON} ${SRC}/tests/paraview_check.py
+      pvmat --python3 ${PYTHON3} --materials 3
+      --points 24,20,12 --length 1.15,0.76,0.33 --origin 0.5,-1.0,2.0 --precision float)
 
 elseif(HEAT_TEST STREQUAL "plot")
   need_python3()
