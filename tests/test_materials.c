@@ -201,10 +201,9 @@ static void test_flux_face(void **state)
     (void)state;
     const int64_t nx = 25;
     const double L = 0.8, p[4] = {6.0, 1.5, L, 10.0};
-    char *deck =
-        line_deck(nx, L, "material = { conductivity = 1.5; density = 2.0; specific_heat = 1.0; };",
-                  "", "{ type = \"flux\"; value = 6.0; }", "{ type = \"dirichlet\"; value = 10.0; }",
-                  1e-10);
+    char *deck = line_deck(
+        nx, L, "material = { conductivity = 1.5; density = 2.0; specific_heat = 1.0; };", "",
+        "{ type = \"flux\"; value = 6.0; }", "{ type = \"dirichlet\"; value = 10.0; }", 1e-10);
     heat_case c;
     heat_run_result r;
     double *u = run_deck(deck, "flux", NULL, &c, &r);
@@ -350,8 +349,8 @@ static double manufactured_error(int64_t nx)
                                 "specific_heat = 1.0; }",
                                 i ? ", " : "", (long long)i, k_of((double)i * h));
     snprintf(mats + len, cap - len, ");");
-    snprintf(region, 5000,
-             "regions = ( { file = { path = \"%s\"; dataset = \"/material\"; }; } );", path);
+    snprintf(region, 5000, "regions = ( { file = { path = \"%s\"; dataset = \"/material\"; }; } );",
+             path);
     char *deck = line_deck(nx, L, mats, region, "{ type = \"dirichlet\"; value = 1.0; }",
                            "{ type = \"dirichlet\"; value = 0.0; }", 1e-10);
     heat_case c;
@@ -391,12 +390,9 @@ static void test_manufactured_second_order(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layers_in_series),
-        cmocka_unit_test(test_convective_face),
-        cmocka_unit_test(test_uniform_source),
-        cmocka_unit_test(test_flux_face),
-        cmocka_unit_test(test_energy_balance),
-        cmocka_unit_test(test_manufactured_second_order),
+        cmocka_unit_test(test_layers_in_series), cmocka_unit_test(test_convective_face),
+        cmocka_unit_test(test_uniform_source),   cmocka_unit_test(test_flux_face),
+        cmocka_unit_test(test_energy_balance),   cmocka_unit_test(test_manufactured_second_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
