@@ -55,7 +55,7 @@ if has tests; then
   # The temporal face combinations again with 7 blocks in the persistent
   # grid, so that shares end inside windows and run on into the next.
   HEAT_CUDA_TB_BLOCKS=7 HEAT_TEST_FILTER=test_temporal_every_face_combination \
-    "$build"/tests/test_gpu >"$out/tests_blocks7.log" 2>&1 || status=1
+    "$build"/tests/test_gpu_temporal >"$out/tests_blocks7.log" 2>&1 || status=1
   grep -E "failures|PASSED|FAILED" "$out/tests_blocks7.log" | sed 's/^/7 blocks: /' 
 fi
 
