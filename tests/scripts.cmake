@@ -43,11 +43,14 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tmp_paraview -P ${CMAKE_CURRENT_LIST_FILE})
   add_test(NAME plot COMMAND ${_driver} -DHEAT_TEST=plot
            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tmp_plot -P ${CMAKE_CURRENT_LIST_FILE})
+  add_test(NAME examples COMMAND ${_driver} -DHEAT_TEST=examples
+           -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tmp_examples -P ${CMAKE_CURRENT_LIST_FILE})
   add_test(NAME kill_restart COMMAND ${_driver} -DHEAT_TEST=kill_restart
            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tmp_kill_restart -P ${CMAKE_CURRENT_LIST_FILE})
   # PROCESSORS 2: the OpenMP runs spin at barriers (see tests/CMakeLists.txt).
   set_tests_properties(paraview PROPERTIES LABELS paraview TIMEOUT 300 PROCESSORS 2)
   set_tests_properties(plot PROPERTIES LABELS tools TIMEOUT 300 PROCESSORS 2)
+  set_tests_properties(examples PROPERTIES LABELS tools TIMEOUT 300 PROCESSORS 2)
   set_tests_properties(kill_restart PROPERTIES LABELS restart TIMEOUT 300 PROCESSORS 2)
   return()
 endif()
@@ -202,6 +205,29 @@ elseif(HEAT_TEST STREQUAL "plot")
   foreach(i 1 2 3 4 5 6)
     if(EXISTS ${WORK}/bad${i}.png)
       message(FATAL_ERROR "plot: a refused command still wrote bad${i}.png")
+    endif()
+  endforeach()
+
+elseif(HEAT_TEST STREQUAL "examples")
+  # Every example deck is valid and runs (a few steps, on the CPU); the chip
+  # deck of the README says what the README says it does.
+  file(GLOB decks ${SRC}/docs/examples/*.cfg)
+  list(LENGTH decks n)
+  if(n LESS 4)
+    message(FATAL_ERROR "examples: ${n} decks in ${SRC}/docs/examples, expected at least 4")
+  endif()
+  foreach(deck ${decks})
+    get_filename_component(name ${deck} NAME_WE)
+    run("heat check ${name}.cfg" ${HEAT} check ${deck})
+    run("heat run ${name}.cfg, 3 steps" ${HEAT} run ${deck} --quiet --set time.max_steps=3
+        --set "output.dir=\"${WORK}/${name}\"" --set "solver.backend=\"cpu\"")
+  endforeach()
+  execute_process(COMMAND ${HEAT} check ${SRC}/docs/examples/chip.cfg OUTPUT_VARIABLE out)
+  foreach(want "injecting 2 W" "material        mold (0)" "material        copper (3)"
+          "boundary z_hi    convective, h 5000, ambient 25" "probe           junction")
+    string(FIND "${out}" "${want}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "examples: heat check chip.cfg does not say '${want}':\n${out}")
     endif()
   endforeach()
 
