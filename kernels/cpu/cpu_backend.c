@@ -210,7 +210,7 @@ static void cpu_destroy(heat_backend *b)
     free(b);
 }
 
-static double seconds(void)
+double heat_cpu_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -221,7 +221,7 @@ static double seconds(void)
  * as the sweep divides its rows. */
 static double time_copy(void *dst, const void *src, size_t bytes)
 {
-    double t0 = seconds();
+    double t0 = heat_cpu_seconds();
 #pragma omp parallel
     {
         int nt = 1, id = 0;
@@ -236,7 +236,7 @@ static double time_copy(void *dst, const void *src, size_t bytes)
             memcpy((char *)dst + lo, (const char *)src + lo, len);
         }
     }
-    return seconds() - t0;
+    return heat_cpu_seconds() - t0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -245,10 +245,35 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+double heat_cpu_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scratch,
+                        const void *u, size_t bytes, int steps, int runs, double *copy_ms,
+                        double *steps_ms, heat_error *err)
+{
+    if (!*scratch && !(*scratch = malloc(bytes)))
+        return heat_error_set(err, HEAT_ERUNTIME, "heat bench: cannot allocate the copy's %.3g GB",
+                              (double)bytes / 1e9);
+    double *tc = malloc(sizeof *tc * (size_t)runs), *ts = malloc(sizeof *ts * (size_t)runs);
+    int rc = !tc || !ts ? heat_error_set(err, HEAT_ERUNTIME, "out of memory") : HEAT_OK;
+    if (!rc) time_copy(*scratch, u, bytes); /* warm-up */
+    for (int r = 0; r < runs && !rc; r++) {
+        tc[r] = time_copy(*scratch, u, bytes);
+        double t0 = heat_cpu_seconds();
+        rc = advance(b, steps, NULL, err);
+        ts[r] = heat_cpu_seconds() - t0;
+    }
+    if (!rc) {
+        *copy_ms = 1e3 * heat_cpu_median(tc, runs);
+        *steps_ms = 1e3 * heat_cpu_median(ts, runs);
+    }
+    free(tc);
+    free(ts);
+    return rc;
 }
 
 /* The bench_time operation (backend.h): a parallel memcpy and the steps,
@@ -258,25 +283,8 @@ static int cpu_bench_time(heat_backend *b, int steps, int runs, double *copy_ms,
                           heat_error *err)
 {
     cpu_state *s = b->impl;
-    if (!s->scratch && !(s->scratch = malloc(s->bytes)))
-        return heat_error_set(err, HEAT_ERUNTIME, "heat bench: cannot allocate the copy's %.3g GB",
-                              (double)s->bytes / 1e9);
-    double *tc = malloc(sizeof *tc * (size_t)runs), *ts = malloc(sizeof *ts * (size_t)runs);
-    int rc = !tc || !ts ? heat_error_set(err, HEAT_ERUNTIME, "out of memory") : HEAT_OK;
-    if (!rc) time_copy(s->scratch, s->u, s->bytes); /* warm-up */
-    for (int r = 0; r < runs && !rc; r++) {
-        tc[r] = time_copy(s->scratch, s->u, s->bytes);
-        double t0 = seconds();
-        rc = cpu_advance(b, steps, NULL, err);
-        ts[r] = seconds() - t0;
-    }
-    if (!rc) {
-        *copy_ms = 1e3 * median(tc, runs);
-        *steps_ms = 1e3 * median(ts, runs);
-    }
-    free(tc);
-    free(ts);
-    return rc;
+    return heat_cpu_bench_loop(b, cpu_advance, &s->scratch, s->u, s->bytes, steps, runs, copy_ms,
+                               steps_ms, err);
 }
 
 static void cpu_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3])

@@ -38,6 +38,20 @@ typedef struct cpu_gen cpu_gen;
 cpu_gen *heat_cpu_gen_create(const heat_case *c, const heat_coeffs *k);
 void heat_cpu_gen_destroy(cpu_gen *t);
 
+/* The wall clock in seconds, and the median of v[0..n) (sorted in place). */
+double heat_cpu_seconds(void);
+double heat_cpu_median(double *v, int n);
+
+/* bench_time (backend.h) of a synchronous backend: `runs` pairs of a
+ * parallel copy of `bytes` from u to *scratch (allocated on first use) and
+ * `steps` steps of `advance`, each timed on the wall clock; the medians in
+ * milliseconds. */
+typedef int (*heat_cpu_advance_fn)(heat_backend *b, int64_t steps, double *residual,
+                                   heat_error *err);
+int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scratch,
+                        const void *u, size_t bytes, int steps, int runs, double *copy_ms,
+                        double *steps_ms, heat_error *err);
+
 /* The distributed CPU backend (cpu_part.c): the part of `part` with its
  * ghost layers, halos through `comm`. */
 int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,

@@ -49,9 +49,7 @@ typedef struct part_state {
 
 static double now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return heat_cpu_seconds();
 }
 
 /* Copies box `b` of a local level to a contiguous buffer (to_buf) or back. */
@@ -354,45 +352,14 @@ static void part_destroy(heat_backend *b)
     free(b);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* bench_time (backend.h): a copy of the local level and the steps, on the
  * wall clock (this backend is synchronous). */
 static int part_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
                            heat_error *err)
 {
     part_state *s = b->impl;
-    const size_t bytes = (size_t)s->p.values * s->vs;
-    if (!s->scratch && !(s->scratch = malloc(bytes)))
-        return heat_error_set(err, HEAT_ERUNTIME, "heat bench: cannot allocate the copy's %.3g GB",
-                              (double)bytes / 1e9);
-    double *tc = malloc(sizeof *tc * (size_t)runs), *ts = malloc(sizeof *ts * (size_t)runs);
-    int rc = !tc || !ts ? heat_error_set(err, HEAT_ERUNTIME, "out of memory") : HEAT_OK;
-    for (int r = 0; r < runs && !rc; r++) {
-        double t0 = now();
-        memcpy(s->scratch, s->u, bytes);
-        tc[r] = now() - t0;
-        t0 = now();
-        rc = part_advance(b, steps, NULL, err);
-        ts[r] = now() - t0;
-    }
-    if (!rc) {
-        *copy_ms = 1e3 * median(tc, runs);
-        *steps_ms = 1e3 * median(ts, runs);
-    }
-    free(tc);
-    free(ts);
-    return rc;
+    return heat_cpu_bench_loop(b, part_advance, &s->scratch, s->u, (size_t)s->p.values * s->vs,
+                               steps, runs, copy_ms, steps_ms, err);
 }
 
 static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *transfer_ms,
@@ -410,9 +377,9 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
         t[2 * runs + r] = s->st.unpack - before.unpack;
     }
     if (!rc) {
-        *pack_ms = 1e3 * median(t, runs);
-        *transfer_ms = 1e3 * median(t + runs, runs);
-        *unpack_ms = 1e3 * median(t + 2 * runs, runs);
+        *pack_ms = 1e3 * heat_cpu_median(t, runs);
+        *transfer_ms = 1e3 * heat_cpu_median(t + runs, runs);
+        *unpack_ms = 1e3 * heat_cpu_median(t + 2 * runs, runs);
     }
     free(t);
     return rc;
