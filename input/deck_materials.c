@@ -114,12 +114,14 @@ void heat_deck_v_materials(vctx *v, const config_setting_t *root, heat_case *c)
 
 /* ---- shapes ---------------------------------------------------------------- */
 
+/* The keys that name a shape, in heat_shape_kind order. */
+static const char *const shape_names[] = {"box", "sphere", "cylinder", "file"};
+
 /* The first key of g that names a shape, with its kind; NULL when none. */
 static const config_setting_t *shape_of(const config_setting_t *g, heat_shape_kind *kind)
 {
-    static const char *const names[] = {"box", "sphere", "cylinder", "file"};
     for (int i = 0; i < 4; i++) {
-        const config_setting_t *s = MEMBER(g, names[i]);
+        const config_setting_t *s = MEMBER(g, shape_names[i]);
         if (s) {
             *kind = (heat_shape_kind)i;
             return s;
@@ -219,6 +221,14 @@ static int v_shape(vctx *v, const config_setting_t *g, heat_case *c, heat_shape 
                       files ? ", file = { path; dataset; }" : "");
         return 0;
     }
+    /* A second shape would be ignored without a word: refuse it. */
+    for (int i = (int)s->kind + 1; i < (files ? 4 : 3); i++)
+        if (MEMBER(g, shape_names[i])) {
+            heat_deck_bad(v, MEMBER(g, shape_names[i]),
+                          "a region or source has one shape, and %s = { ... } is given already",
+                          shape_names[s->kind]);
+            return 0;
+        }
     if (!config_setting_is_group(sg)) {
         heat_deck_bad(v, sg, "expected a group { ... }");
         return 0;
