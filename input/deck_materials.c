@@ -185,9 +185,23 @@ static void v_cylinder(vctx *v, const config_setting_t *g, const heat_case *c, h
         heat_deck_get_number(v, g, "min", 1, &s->lo) != 1 ||
         heat_deck_get_number(v, g, "max", 1, &s->hi) != 1)
         return;
-    if (s->lo > s->hi) heat_deck_bad(v, MEMBER(g, "max"), "max < min: the cylinder is empty");
-    if (s->axis >= c->grid.dims)
+    if (s->lo > s->hi) {
+        heat_deck_bad(v, MEMBER(g, "max"), "max < min: the cylinder is empty");
+        return;
+    }
+    if (s->axis >= c->grid.dims) {
         heat_deck_bad(v, MEMBER(g, "axis"), "a 2D run has no z extent: use axis \"x\" or \"y\"");
+        return;
+    }
+    /* Along its axis [min, max]; across it the square around the circle
+     * (center[0] on the first other axis, center[1] on the second). */
+    for (int a = 0, k = 0; a < c->grid.dims; a++) {
+        const double lo = a == s->axis ? s->lo : s->center[k] - s->radius;
+        const double hi = a == s->axis ? s->hi : s->center[k] + s->radius;
+        if (a != s->axis) k++;
+        if (!meets(c, a, lo, hi))
+            heat_deck_bad(v, g, "the cylinder lies outside the domain along %c", "xyz"[a]);
+    }
 }
 
 static void v_file_shape(vctx *v, const config_setting_t *g, heat_case *c, heat_shape *s)
