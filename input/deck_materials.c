@@ -28,6 +28,20 @@ static void v_physical(vctx *v, const config_setting_t *g, heat_material *m)
     positive(v, g, "specific_heat", 1, &m->cp, "specific heat (J/(kg K))");
 }
 
+/* The name of material group g into m (1 to HEAT_MATERIAL_NAME - 1
+ * characters); 1 when it is given and fits. */
+static int v_material_name(vctx *v, const config_setting_t *g, int required, heat_material *m)
+{
+    const char *name;
+    if (heat_deck_get_string(v, g, "name", required, &name) != 1) return 0;
+    if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME) {
+        heat_deck_bad(v, MEMBER(g, "name"), "expected 1 to %d characters", HEAT_MATERIAL_NAME - 1);
+        return 0;
+    }
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return 1;
+}
+
 /* material = { diffusivity = a; } or { conductivity; density; specific_heat; }. */
 static void v_single(vctx *v, const config_setting_t *g, heat_case *c)
 {
@@ -43,15 +57,15 @@ static void v_single(vctx *v, const config_setting_t *g, heat_case *c)
         return;
     }
     if (!physical) {
+        heat_material unused; /* a name is checked, and then unused */
+        v_material_name(v, g, 0, &unused);
         if (heat_deck_get_number(v, g, "diffusivity", 1, &c->alpha) == 1 && !(c->alpha > 0))
             heat_deck_bad(v, d, "the diffusivity must be > 0");
         return;
     }
     heat_material *m = &c->materials.m[0];
     snprintf(m->name, sizeof m->name, "material");
-    const char *name;
-    if (heat_deck_get_string(v, g, "name", 0, &name) == 1)
-        snprintf(m->name, sizeof m->name, "%s", name);
+    v_material_name(v, g, 0, m);
     v_physical(v, g, m);
     c->materials.count = 1;
     c->alpha = m->k / (m->rho * m->cp);
@@ -77,16 +91,10 @@ static void v_list(vctx *v, const config_setting_t *l, heat_case *c)
             continue;
         }
         heat_deck_check_keys(v, g, keys, NULL);
-        const char *name;
-        if (heat_deck_get_string(v, g, "name", 1, &name) == 1) {
-            if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME)
-                heat_deck_bad(v, MEMBER(g, "name"), "expected 1 to %d characters",
-                              HEAT_MATERIAL_NAME - 1);
-            snprintf(m->name, sizeof m->name, "%s", name);
+        if (v_material_name(v, g, 1, m))
             for (int j = 0; j < i; j++)
                 if (strcmp(c->materials.m[j].name, m->name) == 0)
                     heat_deck_bad(v, MEMBER(g, "name"), "materials[%d] has this name already", j);
-        }
         v_physical(v, g, m);
     }
     c->materials.count = n;
@@ -274,8 +282,14 @@ void heat_deck_v_regions(vctx *v, const config_setting_t *root, heat_case *c)
     static const char *const keys[] = {"material", "box", "sphere", "cylinder", "file", NULL};
     const config_setting_t *l = MEMBER(root, "regions");
     if (!l) return;
+    const int listed = MEMBER(root, "materials") != NULL;
+    if (listed && c->materials.count == 0) return; /* the list's own problem is reported */
     if (c->materials.count < 2) {
-        heat_deck_bad(v, l, "regions paint the materials of a materials = ( ... ) list: give one");
+        heat_deck_bad(v, l,
+                      listed ? "regions paint the materials of the materials = ( ... ) list, "
+                               "which has only one: give two or more"
+                             : "regions paint the materials of a materials = ( ... ) list of two "
+                               "or more: give one instead of material = { ... }");
         return;
     }
     const int n = group_list(v, l, HEAT_REGIONS_MAX, "regions");
