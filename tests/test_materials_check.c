@@ -678,6 +678,51 @@ static void test_run_probes_and_history(void **state)
     free(hist);
 }
 
+/* A restart keeps the materials, regions and sources: a deck of only a
+ * diffusivity (the first material's) cannot continue a run of several
+ * materials or with a source. */
+static void test_restart_keeps_materials(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "mat_restart");
+    const char *out = "output = { dir = \"res\"; };";
+    write_in(dir, "m.cfg",
+             mdeck(M_REGIONS,
+                   "regions = ( { material = \"b\"; box = { min = [0.0, 0.0, 0.0]; max = [0.5, "
+                   "1.0, 1.0]; }; } );",
+                   M_OUTPUT, out, 0));
+    write_in(dir, "s.cfg",
+             mdeck(M_MATERIALS,
+                   "material = { conductivity = 1.0; density = 1.0; specific_heat = 1.0; };",
+                   M_SOURCES,
+                   "sources = ( { power_density = 5.0; sphere = { center = [0.5, 0.5, 0.5]; "
+                   "radius = 0.3; }; } );",
+                   M_OUTPUT, out, 0));
+    write_in(dir, "d.cfg",
+             mdeck(M_MATERIALS, "material = { diffusivity = 1.0; };", M_TIME,
+                   "time = { max_steps = 20; };", M_OUTPUT, out, 0));
+    const char *runs[][2] = {{"m.cfg", "res/m_ckpt_00000010.vtkhdf"},
+                             {"s.cfg", "res/s_ckpt_00000010.vtkhdf"}};
+    const char *why[] = {"materials: 0 in the deck, 2 in the file", "sources differ"};
+    for (int i = 0; i < 2; i++) {
+        result r;
+        heat(&r, dir, "run", runs[i][0], "--quiet", "--overwrite", NULL);
+        expect_rc(&r, 0);
+        result_free(&r);
+        heat(&r, dir, "run", "d.cfg", "--restart", runs[i][1], "--quiet", NULL);
+        expect_rc(&r, 2);
+        STDERR_HAS(&r, "does not match the checkpoint's materials, regions and sources");
+        STDERR_HAS(&r, why[i]);
+        result_free(&r);
+        /* Its own deck continues it. */
+        heat(&r, dir, "run", runs[i][0], "--restart", runs[i][1], "--set", "time.max_steps=20",
+             "--quiet", NULL);
+        expect_rc(&r, 0);
+        result_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -692,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_material_files),
         cmocka_unit_test(test_material_file_2d),
         cmocka_unit_test(test_run_probes_and_history),
+        cmocka_unit_test(test_restart_keeps_materials),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
