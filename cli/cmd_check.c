@@ -136,35 +136,42 @@ static void print_output(const heat_case *c)
            c->output.dir, c->name, c->name, c->name, c->output.compress ? "on" : "off");
 }
 
-/* The materials (each with its nodes), the sources' power, the probes:
- * the grid painted plane by plane. Returns 0, or 2 after saying what is
- * wrong (a material file of another shape, an index out of range). */
-static int print_materials(const heat_case *c)
+/* The grid painted plane by plane (materials, regions, sources): 0, or 2
+ * after saying what is wrong (a material file that cannot be read, of
+ * another shape or with an index out of range). Before the deck is called
+ * valid. */
+static int survey(const heat_case *c, heat_materials_survey *sv)
 {
+    memset(sv, 0, sizeof *sv);
     if (c->materials.count == 0) return 0;
-    heat_materials_survey sv;
     heat_error err;
-    if (heat_materials_survey_grid(c, &sv, &err)) {
+    if (heat_materials_survey_grid(c, sv, &err)) {
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }
+    return 0;
+}
+
+/* The materials (each with its nodes), the sources' power, the probes
+ * (with or without materials) and the regions that paint nothing. */
+static void print_materials(const heat_case *c, const heat_materials_survey *sv)
+{
     for (int i = 0; i < c->materials.count; i++) {
         const heat_material *m = &c->materials.m[i];
         printf("material        %s (%d): k %g W/(m K), rho %g kg/m^3, c %g J/(kg K), diffusivity "
                "%.4g; %lld nodes (%.3g%%)\n",
-               m->name, i, m->k, m->rho, m->cp, m->k / (m->rho * m->cp), (long long)sv.nodes[i],
-               100.0 * (double)sv.nodes[i] / (double)c->d.points);
+               m->name, i, m->k, m->rho, m->cp, m->k / (m->rho * m->cp), (long long)sv->nodes[i],
+               100.0 * (double)sv->nodes[i] / (double)c->d.points);
     }
     if (c->sources.count > 0)
-        printf("sources         %d, injecting %.6g W%s\n", c->sources.count, sv.power,
+        printf("sources         %d, injecting %.6g W%s\n", c->sources.count, sv->power,
                c->grid.dims == 2 ? " per metre of depth" : "");
     for (int i = 0; i < c->probes.count; i++) {
         const heat_probe *p = &c->probes.p[i];
         printf("probe           %s at node (%lld, %lld, %lld)\n", p->name, (long long)p->node[0],
                (long long)p->node[1], (long long)p->node[2]);
     }
-    heat_materials_notice_empty(c, sv.contained, stdout);
-    return 0;
+    heat_materials_notice_empty(c, sv->contained, stdout);
 }
 
 /* A steady tolerance below what the precision resolves at the deck's values. */
@@ -229,9 +236,11 @@ int heat_cmd_check(const heat_cli_args *a)
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }
+    heat_materials_survey sv;
+    if (survey(&c, &sv)) return 2;
     printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");
     print_numbers(&c);
-    if (print_materials(&c)) return 2;
+    print_materials(&c, &sv);
     print_run(&c);
     print_output(&c);
     print_floor(&c);

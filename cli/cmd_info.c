@@ -106,16 +106,16 @@ static int count_material(const char *path, const heat_file_meta *m, int nmat, i
 {
     heat_intfile *f = NULL;
     heat_error err;
-    int32_t *plane = malloc(sizeof *plane * (size_t)(m->n[0] * m->n[1]));
+    int64_t *plane = malloc(sizeof *plane * (size_t)(m->n[0] * m->n[1]));
     int rc = !plane || heat_intfile_open(path, "/VTKHDF/PointData/material", m->n, &f, &err);
     for (int64_t k = 0; !rc && k < m->n[2]; k++) {
         if ((rc = heat_intfile_plane(f, k, plane, &err) != 0)) break;
         for (int64_t i = 0; i < m->n[0] * m->n[1]; i++) {
             if (plane[i] < 0 || plane[i] >= nmat) {
                 snprintf(err.msg, sizeof err.msg,
-                         "corrupt: material index %d at node %lld of plane %lld names no "
+                         "corrupt: material index %lld at node %lld of plane %lld names no "
                          "material (the deck has %d)",
-                         (int)plane[i], (long long)i, (long long)k, nmat);
+                         (long long)plane[i], (long long)i, (long long)k, nmat);
                 rc = 1;
                 break;
             }
@@ -151,8 +151,8 @@ static int print_materials(const char *path, const heat_file_meta *m)
     }
     if (c->materials.count > 1)
         printf("material index  %s\n", !m->has_material ? "not stored"
-                                       : rc            ? "FAILED"
-                                                       : "/VTKHDF/PointData/material, verified");
+                                       : rc             ? "FAILED"
+                                                        : "/VTKHDF/PointData/material, verified");
     free(c);
     return rc;
 }

@@ -28,6 +28,20 @@ static void v_physical(vctx *v, const config_setting_t *g, heat_material *m)
     positive(v, g, "specific_heat", 1, &m->cp, "specific heat (J/(kg K))");
 }
 
+/* The name of material group g into m (1 to HEAT_MATERIAL_NAME - 1
+ * characters); 1 when it is given and fits. */
+static int v_material_name(vctx *v, const config_setting_t *g, int required, heat_material *m)
+{
+    const char *name;
+    if (heat_deck_get_string(v, g, "name", required, &name) != 1) return 0;
+    if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME) {
+        heat_deck_bad(v, MEMBER(g, "name"), "expected 1 to %d characters", HEAT_MATERIAL_NAME - 1);
+        return 0;
+    }
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return 1;
+}
+
 /* material = { diffusivity = a; } or { conductivity; density; specific_heat; }. */
 static void v_single(vctx *v, const config_setting_t *g, heat_case *c)
 {
@@ -43,15 +57,15 @@ static void v_single(vctx *v, const config_setting_t *g, heat_case *c)
         return;
     }
     if (!physical) {
+        heat_material unused; /* a name is checked, and then unused */
+        v_material_name(v, g, 0, &unused);
         if (heat_deck_get_number(v, g, "diffusivity", 1, &c->alpha) == 1 && !(c->alpha > 0))
             heat_deck_bad(v, d, "the diffusivity must be > 0");
         return;
     }
     heat_material *m = &c->materials.m[0];
     snprintf(m->name, sizeof m->name, "material");
-    const char *name;
-    if (heat_deck_get_string(v, g, "name", 0, &name) == 1)
-        snprintf(m->name, sizeof m->name, "%s", name);
+    v_material_name(v, g, 0, m);
     v_physical(v, g, m);
     c->materials.count = 1;
     c->alpha = m->k / (m->rho * m->cp);
@@ -77,16 +91,10 @@ static void v_list(vctx *v, const config_setting_t *l, heat_case *c)
             continue;
         }
         heat_deck_check_keys(v, g, keys, NULL);
-        const char *name;
-        if (heat_deck_get_string(v, g, "name", 1, &name) == 1) {
-            if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME)
-                heat_deck_bad(v, MEMBER(g, "name"), "expected 1 to %d characters",
-                              HEAT_MATERIAL_NAME - 1);
-            snprintf(m->name, sizeof m->name, "%s", name);
+        if (v_material_name(v, g, 1, m))
             for (int j = 0; j < i; j++)
                 if (strcmp(c->materials.m[j].name, m->name) == 0)
                     heat_deck_bad(v, MEMBER(g, "name"), "materials[%d] has this name already", j);
-        }
         v_physical(v, g, m);
     }
     c->materials.count = n;
@@ -114,12 +122,14 @@ void heat_deck_v_materials(vctx *v, const config_setting_t *root, heat_case *c)
 
 /* ---- shapes ---------------------------------------------------------------- */
 
+/* The keys that name a shape, in heat_shape_kind order. */
+static const char *const shape_names[] = {"box", "sphere", "cylinder", "file"};
+
 /* The first key of g that names a shape, with its kind; NULL when none. */
 static const config_setting_t *shape_of(const config_setting_t *g, heat_shape_kind *kind)
 {
-    static const char *const names[] = {"box", "sphere", "cylinder", "file"};
     for (int i = 0; i < 4; i++) {
-        const config_setting_t *s = MEMBER(g, names[i]);
+        const config_setting_t *s = MEMBER(g, shape_names[i]);
         if (s) {
             *kind = (heat_shape_kind)i;
             return s;
@@ -183,9 +193,23 @@ static void v_cylinder(vctx *v, const config_setting_t *g, const heat_case *c, h
         heat_deck_get_number(v, g, "min", 1, &s->lo) != 1 ||
         heat_deck_get_number(v, g, "max", 1, &s->hi) != 1)
         return;
-    if (s->lo > s->hi) heat_deck_bad(v, MEMBER(g, "max"), "max < min: the cylinder is empty");
-    if (s->axis >= c->grid.dims)
+    if (s->lo > s->hi) {
+        heat_deck_bad(v, MEMBER(g, "max"), "max < min: the cylinder is empty");
+        return;
+    }
+    if (s->axis >= c->grid.dims) {
         heat_deck_bad(v, MEMBER(g, "axis"), "a 2D run has no z extent: use axis \"x\" or \"y\"");
+        return;
+    }
+    /* Along its axis [min, max]; across it the square around the circle
+     * (center[0] on the first other axis, center[1] on the second). */
+    for (int a = 0, k = 0; a < c->grid.dims; a++) {
+        const double lo = a == s->axis ? s->lo : s->center[k] - s->radius;
+        const double hi = a == s->axis ? s->hi : s->center[k] + s->radius;
+        if (a != s->axis) k++;
+        if (!meets(c, a, lo, hi))
+            heat_deck_bad(v, g, "the cylinder lies outside the domain along %c", "xyz"[a]);
+    }
 }
 
 static void v_file_shape(vctx *v, const config_setting_t *g, heat_case *c, heat_shape *s)
@@ -219,6 +243,14 @@ static int v_shape(vctx *v, const config_setting_t *g, heat_case *c, heat_shape 
                       files ? ", file = { path; dataset; }" : "");
         return 0;
     }
+    /* A second shape would be ignored without a word: refuse it. */
+    for (int i = (int)s->kind + 1; i < (files ? 4 : 3); i++)
+        if (MEMBER(g, shape_names[i])) {
+            heat_deck_bad(v, MEMBER(g, shape_names[i]),
+                          "a region or source has one shape, and %s = { ... } is given already",
+                          shape_names[s->kind]);
+            return 0;
+        }
     if (!config_setting_is_group(sg)) {
         heat_deck_bad(v, sg, "expected a group { ... }");
         return 0;
@@ -250,8 +282,14 @@ void heat_deck_v_regions(vctx *v, const config_setting_t *root, heat_case *c)
     static const char *const keys[] = {"material", "box", "sphere", "cylinder", "file", NULL};
     const config_setting_t *l = MEMBER(root, "regions");
     if (!l) return;
+    const int listed = MEMBER(root, "materials") != NULL;
+    if (listed && c->materials.count == 0) return; /* the list's own problem is reported */
     if (c->materials.count < 2) {
-        heat_deck_bad(v, l, "regions paint the materials of a materials = ( ... ) list: give one");
+        heat_deck_bad(v, l,
+                      listed ? "regions paint the materials of the materials = ( ... ) list, "
+                               "which has only one: give two or more"
+                             : "regions paint the materials of a materials = ( ... ) list of two "
+                               "or more: give one instead of material = { ... }");
         return;
     }
     const int n = group_list(v, l, HEAT_REGIONS_MAX, "regions");

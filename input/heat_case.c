@@ -352,6 +352,27 @@ int heat_case_auto_depth(const heat_case *c)
     return k;
 }
 
+/* HEAT_EINPUT for a time.dt above dt_max, with both numbers and why. */
+static int dt_refused(const heat_case *c, double dt, heat_error *err)
+{
+    char why[256];
+    if (c->d.general)
+        snprintf(why, sizeof why,
+                 "the weights of a node's neighbours must sum to <= 1, and for the nodes of "
+                 "material \"%s\", the most restrictive, they would sum to %.6g",
+                 c->materials.m[c->d.dt_material].name, dt / c->d.dt_max);
+    else
+        snprintf(why, sizeof why,
+                 "forward Euler needs sum of alpha*dt/h^2 over the axes <= 1/2; here it would be "
+                 "%.6g",
+                 0.5 * dt / c->d.dt_max);
+    return heat_error_set(err, HEAT_EINPUT,
+                          "%s%stime.dt = %.9g is above the stability limit dt_max = %.9g (%s): use "
+                          "dt <= %.9g or leave dt out",
+                          c->time.dt_where, c->time.dt_where[0] ? ": " : "", dt, c->d.dt_max, why,
+                          c->d.dt_max);
+}
+
 int heat_case_derive(heat_case *c, heat_error *err)
 {
     if (c->solver.temporal_auto) c->solver.temporal_block = heat_case_auto_depth(c);
@@ -377,17 +398,7 @@ int heat_case_derive(heat_case *c, heat_error *err)
     if (rc) return rc;
 
     double dt = c->time.has_dt ? c->time.dt : c->time.safety * c->d.dt_max;
-    if (c->time.has_dt && dt > c->d.dt_max)
-        return heat_error_set(err, HEAT_EINPUT,
-                              "%s%stime.dt = %.9g is above the stability limit dt_max = %.9g "
-                              "(%s; here it would be %.6g): use dt <= %.9g or leave dt out",
-                              c->time.dt_where, c->time.dt_where[0] ? ": " : "", dt, c->d.dt_max,
-                              c->d.general ? "the update of the most restrictive material's "
-                                             "nodes must keep every weight >= 0"
-                                           : "forward Euler needs sum of alpha*dt/h^2 over the "
-                                             "axes <= 1/2",
-                              c->d.general ? dt / c->d.dt_max : 0.5 * dt / c->d.dt_max,
-                              c->d.dt_max);
+    if (c->time.has_dt && dt > c->d.dt_max) return dt_refused(c, dt, err);
     c->d.end_step = -1;
     if (c->time.has_end) {
         double n = 1;

@@ -112,8 +112,9 @@ int heat_file_check_case(const heat_file_meta *m, const heat_case *c, heat_error
 typedef struct heat_intfile heat_intfile;
 int heat_intfile_open(const char *path, const char *dataset, const int64_t n[3], heat_intfile **out,
                       heat_error *err);
-/* Plane k (ny nx values, x fastest), as 32-bit integers. */
-int heat_intfile_plane(heat_intfile *f, int64_t k, int32_t *plane, heat_error *err);
+/* Plane k (ny nx values, x fastest), as 64-bit integers (wider values
+ * clamped, as HDF5 converts them). */
+int heat_intfile_plane(heat_intfile *f, int64_t k, int64_t *plane, heat_error *err);
 void heat_intfile_close(heat_intfile *f);
 
 /* "snapshot" or "checkpoint". */

@@ -105,11 +105,11 @@ static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat
     return HEAT_OK;
 }
 
-/* The materials, regions and sources of the file's deck must be the deck's:
- * a run continues bit for bit only with the same physics. */
+/* The materials, regions and sources of the file's deck must be the deck's
+ * (a diffusivity's too: the file's may be several materials, the first of
+ * that diffusivity): a run continues bit for bit only with the same physics. */
 static int check_physics(const heat_case *c, const heat_file_meta *m, heat_error *err)
 {
-    if (c->materials.count == 0) return HEAT_OK; /* a diffusivity: compared with the file's */
     heat_case *fc = malloc(sizeof *fc);
     if (!fc) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     heat_error diff;

@@ -80,7 +80,7 @@ static int class_of(heat_classes *t, int material, double power, heat_error *err
 /* The file regions' index planes, read per grid plane. */
 typedef struct files {
     heat_intfile *f[HEAT_FILE_REGIONS_MAX];
-    int32_t *plane[HEAT_FILE_REGIONS_MAX];
+    int64_t *plane[HEAT_FILE_REGIONS_MAX];
     int64_t at[HEAT_FILE_REGIONS_MAX]; /* the grid plane held, or -1 */
 } files;
 
@@ -107,9 +107,9 @@ static int files_open(const heat_case *c, files *fs, heat_error *err)
     const size_t plane = (size_t)(c->grid.n[0] * c->grid.n[1]);
     for (int i = 0; i < c->regions.nfiles; i++) {
         fs->at[i] = -1;
-        int rc = heat_intfile_open(c->regions.files[i].path, c->regions.files[i].dataset,
-                                   c->grid.n, &fs->f[i], err);
-        if (!rc && !(fs->plane[i] = malloc(plane * sizeof(int32_t))))
+        int rc = heat_intfile_open(c->regions.files[i].path, c->regions.files[i].dataset, c->grid.n,
+                                   &fs->f[i], err);
+        if (!rc && !(fs->plane[i] = malloc(plane * sizeof(int64_t))))
             rc = heat_error_set(err, HEAT_ERUNTIME, "out of memory for a material file's plane");
         if (rc) {
             heat_error_prefix(err, "regions[%d]: ", file_region(c, i));
@@ -139,17 +139,17 @@ static int material_at(const heat_case *c, files *fs, const int64_t g[3], const 
                 }
                 fs->at[i] = g[2];
             }
-            const int32_t v = fs->plane[i][g[1] * c->grid.n[0] + g[0]];
+            const int64_t v = fs->plane[i][g[1] * c->grid.n[0] + g[0]];
             if (v < 0 || v >= c->materials.count) {
                 heat_error_set(err, HEAT_EINPUT,
-                               "regions[%d]: %s:%s holds the material index %d at node (%lld, "
+                               "regions[%d]: %s:%s holds the material index %lld at node (%lld, "
                                "%lld, %lld), but there are %d materials (0 to %d)",
-                               r, c->regions.files[i].path, c->regions.files[i].dataset, (int)v,
-                               (long long)g[0], (long long)g[1], (long long)g[2],
+                               r, c->regions.files[i].path, c->regions.files[i].dataset,
+                               (long long)v, (long long)g[0], (long long)g[1], (long long)g[2],
                                c->materials.count, c->materials.count - 1);
                 return -1;
             }
-            m = v;
+            m = (int)v;
         }
         if (contained) contained[r] = 1;
     }
