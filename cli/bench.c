@@ -39,7 +39,7 @@
 static const char usage_bench[] =
     "usage: heat bench [--backend cpu|cuda|all] [--kernel NAME|all] [--size NXxNYxNZ]...\n"
     "                  [--precision float|double|both] [--temporal K[,K...]] [--runs N]\n"
-    "                  [--steps N] [--json FILE]\n"
+    "                  [--steps N] [--materials] [--json FILE]\n"
     "\n"
     "Times the stencil sweep on random data against a copy of the same size (the\n"
     "memory-bandwidth ceiling of a sweep that reads and writes each point once).\n"
@@ -71,6 +71,11 @@ static const char usage_bench[] =
     "  --runs N          timed runs per row, the median is reported (default 20, >= 3)\n"
     "  --steps N         time steps per timed run (default: about 0.05 s of work on the\n"
     "                    CPU, 0.02 s on the GPU; 1 to 1e9), rounded up to a multiple of k\n"
+    "  --materials       the variable-coefficient update (the deck's materials,\n"
+    "                    sources, convective and flux faces): 4 materials and 8 classes\n"
+    "                    (4 with a heat source), one drawn at random for every node;\n"
+    "                    GB/s and %% copy then count the class byte each update reads\n"
+    "                    (2 * sizeof(value) + 1 bytes); one process only\n"
     "  --json FILE       also write the table as JSON (with the machine and the ceiling)\n"
     "  --help            this text\n"
     "\n"
@@ -88,7 +93,8 @@ static const char usage_bench[] =
 typedef struct bench_row {
     char backend[64], kernel[32], precision[8];
     int64_t n[3];
-    int k; /* solver.temporal_block: time steps fused per pass */
+    int k;         /* solver.temporal_block: time steps fused per pass */
+    int materials; /* the variable-coefficient update (--materials) */
     int steps, runs;
     double ms_per_step, glups, gbps, copy_gbps, percent;
     char check[32]; /* "exact", a relative difference, or "-" (the reference itself) */
@@ -127,7 +133,8 @@ static void fill_random(void *a, int64_t n, size_t vs, uint64_t seed)
  * when bit-identical, else the largest relative difference. Returns
  * HEAT_ERUNTIME when the difference is beyond the precision's tolerance. */
 static int check_against_cpu(const heat_case *c, heat_backend *be, const void *field,
-                             bench_row *row, heat_error *err)
+                             const uint8_t *cls, const heat_coeffs *coeffs, bench_row *row,
+                             heat_error *err)
 {
     const size_t vs = heat_case_value_size(c), bytes = (size_t)c->d.points * vs;
     const int k = c->solver.temporal_block;
@@ -140,6 +147,7 @@ static int check_against_cpu(const heat_case *c, heat_backend *be, const void *f
     int rc =
         !want || !got ? heat_error_set(err, HEAT_ERUNTIME, "cannot allocate the check") : HEAT_OK;
     if (!rc) rc = heat_backend_create(&rc_case, NULL, &ref, err);
+    if (!rc && cls) rc = heat_backend_set_classes(ref, cls, coeffs, err);
     if (!rc) rc = heat_backend_upload(ref, field, err);
     if (!rc) rc = heat_backend_advance(ref, k, &r1, err);
     if (!rc) rc = heat_backend_download(ref, want, err);
@@ -179,14 +187,16 @@ static int check_against_cpu(const heat_case *c, heat_backend *be, const void *f
     return rc;
 }
 
-/* The deck of a bench row: all-Dirichlet faces, k = solver.temporal_block. */
+/* The deck of a bench row: all-Dirichlet faces, k = solver.temporal_block;
+ * with `materials`, four materials (the conductivities of steel, copper,
+ * aluminium and brick) instead of a diffusivity. */
 static int bench_case(const int64_t n[3], const char *precision, const char *backend,
-                      const char *kernel, int k, heat_case *c, heat_error *err)
+                      const char *kernel, int k, int materials, heat_case *c, heat_error *err)
 {
-    char deck[1024];
+    char deck[2048];
     snprintf(deck, sizeof deck,
              "grid = { points = [%lld, %lld, %lld]; length = [1.0, 1.0, 1.0]; };\n"
-             "material = { diffusivity = 1.0; };\n"
+             "%s\n"
              "time = { max_steps = 1; };\n"
              "initial = { type = \"constant\"; value = 0.0; };\n"
              "boundary = {\n"
@@ -199,9 +209,38 @@ static int bench_case(const int64_t n[3], const char *precision, const char *bac
              "};\n"
              "solver = { backend = \"%s\"; precision = \"%s\"; kernel = \"%s\"; "
              "temporal_block = %d; };\n",
-             (long long)n[0], (long long)n[1], (long long)n[2], backend, precision, kernel, k);
+             (long long)n[0], (long long)n[1], (long long)n[2],
+             materials ? "materials = (\n"
+                         "  { name = \"steel\"; conductivity = 45.0; density = 7850.0; "
+                         "specific_heat = 470.0; },\n"
+                         "  { name = \"copper\"; conductivity = 390.0; density = 8940.0; "
+                         "specific_heat = 385.0; },\n"
+                         "  { name = \"aluminium\"; conductivity = 205.0; density = 2700.0; "
+                         "specific_heat = 900.0; },\n"
+                         "  { name = \"brick\"; conductivity = 0.7; density = 1900.0; "
+                         "specific_heat = 840.0; } );"
+                       : "material = { diffusivity = 1.0; };",
+             backend, precision, kernel, k);
     int rc = heat_deck_load_string(deck, "bench", NULL, 0, c, NULL, NULL, err);
     return rc ? rc : heat_case_derive(c, err);
+}
+
+/* The classes of a --materials row: 8 (material i % 4, a source of
+ * 1e6 W/m^3 for i >= 4), one at random per node, and their tables. */
+static int bench_classes(const heat_case *c, uint8_t **cls, heat_coeffs *k, heat_error *err)
+{
+    heat_classes t = {0};
+    t.count = 8;
+    for (int i = 0; i < t.count; i++)
+        t.material[i] = (uint8_t)(i % 4), t.power[i] = i < 4 ? 0 : 1e6;
+    if (!(*cls = malloc((size_t)c->d.points)))
+        return heat_error_set(err, HEAT_ERUNTIME, "cannot allocate the classes");
+    uint64_t state = 0xc1a55;
+    for (int64_t i = 0; i < c->d.points; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        (*cls)[i] = (uint8_t)(state >> 61);
+    }
+    return heat_case_coeffs(c, &t, k, err);
 }
 
 /* The row's figures from the medians: `copy_bytes` is what the copy moved
@@ -221,7 +260,8 @@ static int finish_row(bench_row *row, const heat_case *c, const int64_t n[3], co
     row->runs = runs;
     row->ms_per_step = 1e3 * step_s;
     row->glups = (double)c->d.points / step_s / 1e9;
-    row->gbps = row->glups * 2.0 * (double)vs;
+    /* A general case also reads each node's class byte. */
+    row->gbps = row->glups * (2.0 * (double)vs + (c->d.general ? 1.0 : 0.0));
     /* Under MPI the copy is per rank; the ranks copy at once. */
     row->copy_gbps = 2.0 * (double)copy_bytes * row->ranks / copy_s / 1e9;
     row->percent = 100.0 * row->gbps / row->copy_gbps;
@@ -282,20 +322,25 @@ out:
 /* One row: a backend's kernel at this size and precision, fusing k steps per
  * pass (solver.temporal_block = k). */
 static int bench_one(const int64_t n[3], const char *precision, const char *backend,
-                     const char *kernel, int k, int runs, int steps_opt, bench_row *row,
-                     heat_error *err)
+                     const char *kernel, int k, int materials, int runs, int steps_opt,
+                     bench_row *row, heat_error *err)
 {
     const int gpu = strcmp(backend, "cuda") == 0;
     heat_case c;
     int rc = bench_case(n, precision, backend, gpu ? kernel : heat_kernel_name(HEAT_KERNEL_FUSING),
-                        k, &c, err);
+                        k, materials, &c, err);
     if (rc) return rc;
 
     memset(row, 0, sizeof *row);
     snprintf(row->check, sizeof row->check, "-");
+    row->materials = materials;
     const size_t vs = heat_case_value_size(&c), bytes = (size_t)c.d.points * vs;
     heat_par *par = heat_par_world();
     if (heat_par_size(par) > 1) {
+        if (materials)
+            return heat_error_set(err, HEAT_EINPUT,
+                                  "--materials: one process only (a rank's "
+                                  "part paints its own classes in a run)");
         int steps = steps_opt;
         double ms_copy = 0, ms_steps = 0;
         size_t copy_bytes = 0;
@@ -306,13 +351,18 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     }
     void *a = malloc(bytes);
     heat_backend *be = NULL;
+    uint8_t *cls = NULL;
+    heat_coeffs coeffs = {0};
     if (!a) {
         rc = heat_error_set(err, HEAT_ERUNTIME, "cannot allocate %.3g GB", (double)bytes / 1e9);
         goto out;
     }
     fill_random(a, c.d.points, vs, 0x5eed);
     if ((rc = heat_backend_create(&c, NULL, &be, err))) goto out;
-    if (gpu && (rc = check_against_cpu(&c, be, a, row, err))) goto out;
+    if (materials && ((rc = bench_classes(&c, &cls, &coeffs, err)) ||
+                      (rc = heat_backend_set_classes(be, cls, &coeffs, err))))
+        goto out;
+    if (gpu && (rc = check_against_cpu(&c, be, a, cls, &coeffs, row, err))) goto out;
     if ((rc = heat_backend_upload(be, a, err))) goto out;
     /* Warm-up (two passes), and the step count per run: whole passes of k steps. */
     double t0 = heat_wall_seconds();
@@ -329,6 +379,8 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
                     ms_copy, ms_steps, bytes);
 out:
     heat_backend_destroy(be);
+    heat_coeffs_free(&coeffs);
+    free(cls);
     free(a);
     return rc;
 }
@@ -397,16 +449,18 @@ static void print_row(const bench_row *row, FILE *jf, int *first)
     if (jf) {
         fprintf(jf,
                 "%s\n    {\"backend\": \"%s\", \"kernel\": \"%s\", \"temporal_block\": %d, "
-                "\"size\": [%lld, %lld, %lld], \"precision\": \"%s\", \"steps_per_run\": %d, "
+                "\"materials\": %s, \"size\": [%lld, %lld, %lld], \"precision\": \"%s\", "
+                "\"steps_per_run\": %d, "
                 "\"ms_per_step\": %.6g, \"glups\": %.6g, \"achieved_gbps\": %.6g, "
                 "\"peak_gbps\": %.6g, \"efficiency\": %.4f, \"check\": \"%s\", \"ranks\": %d, "
                 "\"split\": [%d, %d, %d], \"halo_ms_per_step\": {\"pack\": %.6g, \"transfer\": "
                 "%.6g, \"unpack\": %.6g}}",
-                *first ? "" : ",", row->backend, row->kernel, row->k, (long long)row->n[0],
-                (long long)row->n[1], (long long)row->n[2], row->precision, row->steps,
-                row->ms_per_step, row->glups, row->gbps, row->copy_gbps, row->percent / 100,
-                row->check, row->ranks, row->split[0], row->split[1], row->split[2], row->halo_pack,
-                row->halo_transfer, row->halo_unpack);
+                *first ? "" : ",", row->backend, row->kernel, row->k,
+                row->materials ? "true" : "false", (long long)row->n[0], (long long)row->n[1],
+                (long long)row->n[2], row->precision, row->steps, row->ms_per_step, row->glups,
+                row->gbps, row->copy_gbps, row->percent / 100, row->check, row->ranks,
+                row->split[0], row->split[1], row->split[2], row->halo_pack, row->halo_transfer,
+                row->halo_unpack);
         *first = 0;
     }
 }
@@ -414,7 +468,7 @@ static void print_row(const bench_row *row, FILE *jf, int *first)
 /* What `heat bench` was asked for. */
 typedef struct bench_opts {
     int64_t sizes[MAX_SIZES][3];
-    int nsizes, runs, steps, want_f, want_d;
+    int nsizes, runs, steps, want_f, want_d, materials;
     int want_cpu, want_cuda;             /* -1: decided by whether a GPU is usable */
     unsigned kernel_mask;                /* bit k: heat_kernel k */
     int ks[HEAT_TEMPORAL_BLOCK_MAX], nk; /* the k of the fusing kernel's rows */
@@ -441,6 +495,10 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
     if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
         fputs(usage_bench, stdout);
         return 0;
+    }
+    if (!strcmp(s, "--materials")) {
+        o->materials = 1;
+        return 1;
     }
     if (!v) goto unknown;
     if (!strcmp(s, "--size")) {
@@ -521,7 +579,7 @@ static int bench_rows(const bench_opts *o, FILE *jf)
                     int rc =
                         bench_one(o->sizes[s], p == 0 ? "float" : "double", kn < 0 ? "cpu" : "cuda",
                                   kn < 0 ? "openmp" : heat_kernel_names[kn], fuses ? o->ks[t] : 1,
-                                  o->runs, o->steps, &row, &err);
+                                  o->materials, o->runs, o->steps, &row, &err);
                     if (rc) {
                         fprintf(stderr, "heat bench: %s\n", err.msg);
                         return rc;
@@ -591,6 +649,9 @@ int heat_cmd_bench(int argc, char **argv)
     if (o.want_cuda) heat_backend_gpu_name(gpu_name, sizeof gpu_name);
     printf("heat bench: %s, %d OpenMP thread%s%s%s; median of %d runs\n", machine, threads,
            threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, o.runs);
+    if (o.materials)
+        printf("materials: 4 materials and 8 classes (4 with a heat source) at random per node; "
+               "GB/s counts 2 * sizeof(value) + 1 bytes per update (the class byte)\n");
     const int ranks = heat_par_size(heat_par_world());
     if (ranks > 1)
         printf("under MPI: %d ranks, each row's grid split as a run would split it; halo columns: "

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-#include "stencil.cuh"
+#include "general.cuh"
 
 static_assert(HEAT_CUDA_TEMPORAL_MAX == HEAT_TEMPORAL_BLOCK_MAX,
               "the kernels serve every depth the deck accepts");
@@ -21,6 +21,7 @@ static_assert((int)HK_DIRICHLET == (int)HEAT_BC_DIRICHLET &&
                   (int)HK_NEUMANN == (int)HEAT_BC_NEUMANN &&
                   (int)HK_PERIODIC == (int)HEAT_BC_PERIODIC,
               "kernel bc codes follow heat_bc_type");
+static_assert(HG_CLASSES == HEAT_CLASSES_MAX, "a class is one byte");
 
 /* Every CUDA call goes through this: on failure it fills `err` with the call,
  * the place and CUDA's name and text for the error, and returns. */
@@ -47,6 +48,13 @@ typedef struct cuda_state {
     char device[256];
     heat_stencil_args<float> af;
     heat_stencil_args<double> ad;
+    /* The variable-coefficient update (c->d.general): the classes, laid out
+     * as the field, and the tables, once set_classes has run. */
+    uint8_t *d_cls;
+    void *d_tab;
+    int general;
+    heat_general_args<float> gf;
+    heat_general_args<double> gd;
 } cuda_state;
 
 static int env_int(const char *name, int fallback)
@@ -90,6 +98,14 @@ int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm)
     return chunk < 1 ? 1 : chunk;
 }
 
+/* A face's code in the kernels: Neumann, flux and convective faces are all
+ * mirrored (HK_NEUMANN); the general kernels tell them apart by their
+ * tables. */
+static int hk_code(heat_bc_type t)
+{
+    return t == HEAT_BC_DIRICHLET ? HK_DIRICHLET : t == HEAT_BC_PERIODIC ? HK_PERIODIC : HK_NEUMANN;
+}
+
 template <typename T> static void fill_args(const heat_case *c, heat_stencil_args<T> &a)
 {
     memset(&a, 0, sizeof a);
@@ -107,11 +123,11 @@ template <typename T> static void fill_args(const heat_case *c, heat_stencil_arg
     a.rw = (T)c->d.r[ax_w];
     for (int s = 0; s < 2; s++) {
         a.gx[s] = (T)(2.0 * c->d.h[0] * c->bc[HEAT_X_LO + s].gradient);
-        a.bx[s] = (int)c->bc[HEAT_X_LO + s].type;
+        a.bx[s] = hk_code(c->bc[HEAT_X_LO + s].type);
         a.gp[s] = d3 ? (T)(2.0 * c->d.h[ax_p] * c->bc[2 * ax_p + s].gradient) : T(0);
-        a.bp[s] = d3 ? (int)c->bc[2 * ax_p + s].type : HK_PERIODIC;
+        a.bp[s] = d3 ? hk_code(c->bc[2 * ax_p + s].type) : HK_PERIODIC;
         a.gw[s] = (T)(2.0 * c->d.h[ax_w] * c->bc[2 * ax_w + s].gradient);
-        a.bw[s] = (int)c->bc[2 * ax_w + s].type;
+        a.bw[s] = hk_code(c->bc[2 * ax_w + s].type);
     }
     a.wchunk = a.nw;
 }
@@ -133,10 +149,42 @@ static cudaError_t launch(heat_kernel k, const heat_stencil_args<T> &a, bool d3,
     }
 }
 
+/* The variable-coefficient update: register_tiled (fusing `depth` steps),
+ * or the simple general kernel for the others. */
+template <typename T>
+static cudaError_t launch_general(heat_kernel k, const heat_general_args<T> &a, bool d3, int depth,
+                                  cudaStream_t s)
+{
+    if (k == HEAT_KERNEL_REGISTER_TILED) return heat_cuda_launch_gtemporal<T>(a, d3, depth, s);
+    return heat_cuda_launch_gsimple<T>(a, d3, s);
+}
+
+/* One pass u -> v of a general case. */
+static cudaError_t sweep_general(cuda_state *s, bool resid, int depth)
+{
+    cudaError_t e;
+    if (s->af.nx) {
+        heat_general_args<float> a = s->gf;
+        a.u = (const float *)s->u;
+        a.out = (float *)s->v;
+        a.resid = resid ? s->d_resid : nullptr;
+        e = launch_general<float>(s->kernel, a, s->three_d, depth, s->stream);
+    } else {
+        heat_general_args<double> a = s->gd;
+        a.u = (const double *)s->u;
+        a.out = (double *)s->v;
+        a.resid = resid ? s->d_resid : nullptr;
+        e = launch_general<double>(s->kernel, a, s->three_d, depth, s->stream);
+    }
+    std::swap(s->u, s->v);
+    return e;
+}
+
 /* One pass u -> v of `depth` steps (1 for every kernel but register_tiled)
  * of the case's precision, then the levels swap. */
 static cudaError_t sweep(cuda_state *s, bool resid, int depth)
 {
+    if (s->general) return sweep_general(s, resid, depth);
     cudaError_t e;
     if (s->af.nx) {
         heat_stencil_args<float> a = s->af;
@@ -196,6 +244,8 @@ static void cuda_host_free(heat_backend *b, void *p)
 static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
+    if (b->c->d.general && !s->general)
+        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
     /* Passes of `depth` fused steps; the last pass fuses what remains, so a
      * call never runs past the step the driver asked for. */
     for (int64_t left = steps; left > 0;) {
@@ -232,6 +282,8 @@ static void cuda_destroy(heat_backend *b)
         cudaFree(s->scratch);
         cudaFree(s->d_resid);
         cudaFreeHost(s->h_resid);
+        cudaFree(s->d_cls);
+        cudaFree(s->d_tab);
         for (int i = 0; i < 4; i++)
             if (s->ev[i]) cudaEventDestroy(s->ev[i]);
         if (s->stream) cudaStreamDestroy(s->stream);
@@ -243,10 +295,23 @@ static void cuda_destroy(heat_backend *b)
 static int cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms, double *steps_ms,
                            heat_error *err);
 static int cuda_poison_next(heat_backend *b, heat_error *err);
+static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
+                            heat_error *err);
 
-static const heat_backend_ops cuda_ops = {cuda_upload,     cuda_advance,    cuda_download,
-                                          cuda_destroy,    cuda_host_alloc, cuda_host_free,
-                                          cuda_bench_time, cuda_poison_next};
+/* (Positional: C++17 has no designated initializers. The whole grid is the
+ * class box, the dispatch's default.) */
+static const heat_backend_ops cuda_ops = {cuda_upload,
+                                          cuda_advance,
+                                          cuda_download,
+                                          cuda_destroy,
+                                          cuda_host_alloc,
+                                          cuda_host_free,
+                                          cuda_bench_time,
+                                          cuda_poison_next,
+                                          nullptr /* halo_stats */,
+                                          nullptr /* bench_halo */,
+                                          nullptr /* class_box */,
+                                          cuda_set_classes};
 
 /* A kernel of each family, to ask whether this binary has code for the GPU. */
 __global__ void heat_cuda_probe_kernel(int *p)
@@ -285,19 +350,20 @@ extern "C" int heat_cuda_usable(char *why, size_t n)
 
 /* Whether two time levels of the case fit in the free memory of the current
  * device `prop`, and every axis in 32 bits; HEAT_ERUNTIME saying why not. */
-static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t bytes,
-                      heat_error *err)
+static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t bytes, heat_error *err)
 {
     size_t free_b = 0, total_b = 0;
     HEAT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    const size_t need = 2 * bytes;
+    /* Two time levels, and a class byte per point in a general case. */
+    const size_t need = 2 * bytes + (c->d.general ? (size_t)c->d.points : 0);
     if (need + (64u << 20) > free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: the field does not fit on %s: %.3f GB needed (two "
-                              "time levels of %lld points in %s), %.3f GB free of %.3f GB; use a "
-                              "smaller grid, float precision, or backend = \"cpu\"",
+                              "time levels of %lld points in %s%s), %.3f GB free of %.3f GB; use "
+                              "a smaller grid, float precision, or backend = \"cpu\"",
                               prop->name, (double)need / 1e9, (long long)c->d.points,
-                              heat_precision_name(c->solver.precision), (double)free_b / 1e9,
+                              heat_precision_name(c->solver.precision),
+                              c->d.general ? ", and their classes" : "", (double)free_b / 1e9,
                               (double)total_b / 1e9);
     if (c->grid.n[0] > INT32_MAX || c->grid.n[1] > INT32_MAX || c->grid.n[2] > INT32_MAX)
         return heat_error_set(err, HEAT_ERUNTIME,
@@ -334,11 +400,10 @@ static void describe(heat_backend *b, const cuda_state *s, const cudaDeviceProp 
 {
     const heat_case *c = b->c;
     if (s->depth > 1)
-        snprintf(b->description, sizeof b->description,
-                 "cuda (%s, %s kernel, %d steps per pass%s, %s)", prop->name,
-                 heat_kernel_name(c->solver.kernel), s->depth,
-                 c->solver.temporal_auto ? " (auto)" : "",
-                 heat_precision_name(c->solver.precision));
+        snprintf(
+            b->description, sizeof b->description, "cuda (%s, %s kernel, %d steps per pass%s, %s)",
+            prop->name, heat_kernel_name(c->solver.kernel), s->depth,
+            c->solver.temporal_auto ? " (auto)" : "", heat_precision_name(c->solver.precision));
     else
         snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop->name,
                  heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
@@ -487,7 +552,107 @@ static int cuda_poison_next(heat_backend *b, heat_error *err)
     return HEAT_OK;
 }
 
+/* ---- the variable-coefficient update ---------------------------------- */
+
+/* The case's tables in precision T and kernel order (general.cuh), in one
+ * block of device memory: q[256], ambient[8], g[6][M], beta[6][M],
+ * w[3][M][M], mat[256]; each entry rounded once from the case's double, as
+ * the CPU backend rounds them. */
+template <typename T>
+static int upload_tables(cuda_state *s, const heat_case *c, const heat_coeffs *k,
+                         heat_general_args<T> &ga, heat_error *err)
+{
+    const int M = k->nmat, d3 = c->grid.dims == 3;
+    const size_t MM = (size_t)M * M, nq = HG_CLASSES, na = 8, ng = HG_NFACES * (size_t)M;
+    std::vector<T> v(nq + na + 2 * ng + 3 * MM);
+    T *q = v.data(), *amb = q + nq, *g = amb + na, *beta = g + ng, *w = beta + ng;
+    /* Kernel faces x lo, x hi, p lo, p hi (y), w lo, w hi (z; y in 2D), and
+     * axes x, p, w likewise. */
+    const int face_of[HG_NFACES] = {HEAT_X_LO,
+                                    HEAT_X_HI,
+                                    HEAT_Y_LO,
+                                    HEAT_Y_HI,
+                                    d3 ? HEAT_Z_LO : HEAT_Y_LO,
+                                    d3 ? HEAT_Z_HI : HEAT_Y_HI};
+    const int axis_of[3] = {0, 1, d3 ? 2 : 1};
+    int conv = 0;
+    for (size_t i = 0; i < nq; i++) q[i] = (T)k->q[i];
+    for (int kf = 0; kf < HG_NFACES; kf++) {
+        const int f = face_of[kf];
+        amb[kf] = (T)k->ambient[f];
+        for (int a = 0; a < M; a++)
+            g[kf * M + a] = (T)k->g[f][a], beta[kf * M + a] = (T)k->beta[f][a];
+        if (c->bc[f].type == HEAT_BC_CONVECTIVE) conv |= 1 << kf;
+    }
+    for (int ka = 0; ka < 3; ka++)
+        for (size_t i = 0; i < MM; i++) w[ka * MM + i] = (T)k->w[axis_of[ka] * MM + i];
+    const size_t vbytes = v.size() * sizeof(T);
+    cudaFree(s->d_tab);
+    s->d_tab = nullptr;
+    HEAT_CUDA_CHECK(cudaMalloc(&s->d_tab, vbytes + HG_CLASSES));
+    HEAT_CUDA_CHECK(cudaMemcpy(s->d_tab, v.data(), vbytes, cudaMemcpyHostToDevice));
+    uint8_t *mat = (uint8_t *)s->d_tab + vbytes;
+    HEAT_CUDA_CHECK(cudaMemcpy(mat, k->mat, HG_CLASSES, cudaMemcpyHostToDevice));
+    const T *d = (const T *)s->d_tab;
+    ga.cls = s->d_cls;
+    ga.q = d;
+    ga.amb = d + nq;
+    ga.g = d + nq + na;
+    ga.beta = ga.g + ng;
+    ga.w = ga.beta + ng;
+    ga.mat = mat;
+    ga.nmat = M;
+    ga.conv = conv;
+    ga.w_shared = hg_w_shared<T>(M);
+    return HEAT_OK;
+}
+
+/* The set_classes operation (backend.h): the classes of the whole grid and
+ * the tables. Fused passes need the w table in shared memory; with more
+ * materials than fit, register_tiled runs one step per pass (the results
+ * are the same) and the description says so. */
+static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
+                            heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    const heat_case *c = b->c;
+    const size_t n = (size_t)c->d.points;
+    if (!s->d_cls) {
+        cudaError_t e = cudaMalloc(&s->d_cls, n);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            s->d_cls = nullptr;
+            return heat_error_set(err, HEAT_ERUNTIME,
+                                  "cuda backend: no GPU memory for the classes (%.3f GB)",
+                                  (double)n / 1e9);
+        }
+    }
+    HEAT_CUDA_CHECK(cudaMemcpy(s->d_cls, cls, n, cudaMemcpyHostToDevice));
+    int rc;
+    bool shared;
+    if (s->af.nx) {
+        static_cast<heat_stencil_args<float> &>(s->gf) = s->af;
+        rc = upload_tables<float>(s, c, k, s->gf, err);
+        shared = s->gf.w_shared;
+    } else {
+        static_cast<heat_stencil_args<double> &>(s->gd) = s->ad;
+        rc = upload_tables<double>(s, c, k, s->gd, err);
+        shared = s->gd.w_shared;
+    }
+    if (rc) return rc;
+    if (s->depth > 1 && !shared) {
+        s->depth = 1;
+        snprintf(b->description, sizeof b->description,
+                 "cuda (%s, %s kernel, one step per pass: %d materials are more than fused passes "
+                 "hold, %s)",
+                 s->device, heat_kernel_name(c->solver.kernel), k->nmat,
+                 heat_precision_name(c->solver.precision));
+    }
+    s->general = 1;
+    return HEAT_OK;
+}
+
 extern "C" int heat_cuda_general(void)
 {
-    return 0; /* materials, sources, convective and flux faces: not yet on the GPU */
+    return 1;
 }

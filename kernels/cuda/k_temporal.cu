@@ -63,71 +63,10 @@
 #include <cstdlib>
 #include <type_traits>
 
-#include "stencil.cuh"
+#include "temporal.cuh"
 
 namespace
 {
-
-/* The periodic index of i on an axis of n points (any i), or i clamped to
- * the axis otherwise (a value that is loaded but never used). */
-__device__ __forceinline__ int tb_map(int i, int n, const int b[2])
-{
-    if (b[0] == HK_PERIODIC) {
-        int r = i % n;
-        return r < 0 ? r + n : r;
-    }
-    return i < 0 ? 0 : (i >= n ? n - 1 : i);
-}
-
-/* Face flags of node i on an axis: Dirichlet (held), Neumann low and high. */
-struct tb_face {
-    bool held, nlo, nhi;
-};
-
-__device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
-{
-    tb_face f;
-    f.held = (i == 0 && b[0] == HK_DIRICHLET) || (i == n - 1 && b[1] == HK_DIRICHLET);
-    f.nlo = i == 0 && b[0] == HK_NEUMANN;
-    f.nhi = i == n - 1 && b[1] == HK_NEUMANN;
-    return f;
-}
-
-/* What a segment's window meets, each a specialization of the loop, so that
- * the common one carries no face code: TB_INNER no x or p face; TB_XSEL an
- * x face where rows are 16-byte aligned (so it is the first or last value of
- * a thread: selects); TB_GENERAL a p face, or an x face on unaligned rows
- * (substitutions value by value). w faces are the same in all three: fix-ups
- * of the plane's inputs and result in the iterations whose planes meet one. */
-enum { TB_INNER = 0, TB_XSEL = 1, TB_GENERAL = 2 };
-
-/* The tiling of one (precision, dimension, depth). 3D: a window of 32 rows,
- * RY = 2 rows per thread (512 threads of up to 128 registers); 2D: one row,
- * 4 independent warps per block. Values per thread along x: 16 bytes, halved
- * where 2 K x 2 rows of them would pass 64 registers (they were rings in
- * registers; the bound still keeps the per-thread values and the window
- * within the register file and 227 KB of shared memory). The x halo is a
- * multiple of VX, so that windows start on 16-byte boundaries when rows do. */
-template <typename T, bool D3, int K> struct tb_shape {
-    static constexpr int SZ = (int)sizeof(T);
-    static constexpr int RY = D3 ? 2 : 1;
-    static constexpr int VMAX = 16 / SZ;
-    static constexpr int VX = 2 * K * 2 * VMAX * SZ / 4 <= 64 ? VMAX : VMAX / 2;
-    static constexpr int WX = 32 * VX;
-    static constexpr int HX = (K + VX - 1) / VX * VX;
-    static constexpr int SX = WX - 2 * HX;      /* x points stored per window */
-    static constexpr int BY = D3 ? 32 : 1;      /* rows of the window */
-    static constexpr int TY = D3 ? BY / RY : 4; /* 3D: rows of threads; 2D: warps per block */
-    static constexpr int SY = D3 ? BY - 2 * K : 1;
-    static constexpr int THREADS = 32 * TY;
-    static constexpr int MINB = D3 ? 1 : 4;
-    static_assert(SX > 0 && SY > 0, "the window keeps some points");
-    static_assert(VX >= 1 && 2 * K * 2 * VX * SZ / 4 <= 64, "per-thread values fit");
-    static size_t smem_bytes()
-    {
-        return D3 ? (size_t)2 * K * BY * WX * sizeof(T) : 0;
-    }
-};
 
 /* One segment: the window at (x0, y0) streamed over the planes [w0, w1) of
  * its column, K fused steps, level K stored where this block owns it. XF:
@@ -399,19 +338,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
     }
 }
 
-/* Relative cost per plane of a window by what it meets (TB_INNER, TB_XSEL,
- * TB_GENERAL), in units of 1/8 of an inner window's. */
-struct tb_costs {
-    int c[3];
-};
-
-/* The persistent grid: block b of G takes the b-th of G equal shares of the
- * work, the windows in order (rows of windows along p, windows along x) and
- * the planes in order within each, a plane of a window weighing its cost, so
- * that every multiprocessor gets the same work whatever the count and kinds
- * of windows; a share that crosses from one window to the next is two
- * segments, each with its 2 K planes of warm-up. 2D: a "window" is a group
- * of TY windows, one per warp. */
+/* The persistent grid (temporal.cuh, tb_schedule) over the uniform segments. */
 template <typename T, bool D3, bool RES, int K>
 __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K>::MINB)
     temporal_kernel(const heat_stencil_args<T> a, int aligned, int gxw, int gy, tb_costs cw)
@@ -419,99 +346,25 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     using S = tb_shape<T, D3, K>;
     extern __shared__ __align__(16) unsigned char tb_smem[];
     T *const sm = reinterpret_cast<T *>(tb_smem); /* [2][K][BY][WX], 3D only */
-
-    /* What window (wx, wy) meets: its kind, and its first x (per warp in 2D). */
-    auto x0_of = [&](int wx, int warp) { return (D3 ? wx : wx * S::TY + warp) * S::SX - S::HX; };
-    auto xface = [&](int x0, int width) {
-        return (a.bx[0] != HK_PERIODIC && x0 <= 0) ||
-               (a.bx[1] != HK_PERIODIC && x0 + width >= a.nx);
-    };
-    auto wxface = [&](int wx) {
-        return xface(x0_of(wx, 0), D3 ? S::WX : S::TY * S::SX + 2 * S::HX);
-    };
-    auto kind_of = [&](bool xf, int wy) {
-        const int y0 = wy * S::SY - K;
-        const bool pf = D3 && ((a.bp[0] != HK_PERIODIC && y0 <= 0) ||
-                               (a.bp[1] != HK_PERIODIC && y0 + S::BY >= a.np));
-        return pf || (xf && !aligned) ? TB_GENERAL : (xf ? TB_XSEL : TB_INNER);
-    };
-    auto kind = [&](int wx, int wy) { return kind_of(wxface(wx), wy); };
-    /* (Selects rather than an index: an indexed parameter array would go
-     * to local memory.) */
-    auto cost = [&](int kd) {
-        return (long long)(kd == TB_INNER ? cw.c[0] : kd == TB_XSEL ? cw.c[1] : cw.c[2]);
-    };
-    /* The windows of a row that meet an x face are a run at each end (one or
-     * more: a window whose halo reaches past the face meets it too); those
-     * between are alike. */
-    auto row_cost = [&](int wy) {
-        long long c = 0;
-        int lo = 0, hi = gxw;
-        for (; lo < gxw && wxface(lo); lo++) c += cost(kind_of(true, wy));
-        for (; hi > lo && wxface(hi - 1); hi--) c += cost(kind_of(true, wy));
-        c += (long long)(hi - lo) * cost(kind_of(false, wy));
-        return c * a.nw;
-    };
-    /* The block's segment number seg: the window (wx, wy) and its planes
-     * [w0, w1), or false past the last. Found afresh for each segment, so
-     * that nothing of the search stays live across a segment. */
-    auto find = [&](int seg, int &wx, int &wy, int &w0, int &w1) {
-        long long total = 0;
-        for (int y = 0; y < gy; y++) total += row_cost(y);
-        const long long G = gridDim.x, b = blockIdx.x, per = total / G, extra = total % G;
-        const long long u0 = b * per + (b < extra ? b : extra), u1 = u0 + per + (b < extra);
-        /* The window that holds unit u0, and the units before it (acc). */
-        long long acc = 0;
-        wy = 0, wx = 0;
-        for (; wy < gy - 1; wy++) {
-            const long long rc = row_cost(wy);
-            if (acc + rc > u0) break;
-            acc += rc;
-        }
-        for (; wx < gxw - 1; wx++) {
-            const long long c = cost(kind(wx, wy)) * a.nw;
-            if (acc + c > u0) break;
-            acc += c;
-        }
-        /* Plane p of a window of cost c lies in units [acc + p c, acc + (p +
-         * 1) c) and belongs to the block whose share holds its first unit. */
-        for (int k = 0; wy < gy && acc < u1; k++) {
-            const long long c = cost(kind(wx, wy));
-            const long long p0 = u0 > acc ? (u0 - acc + c - 1) / c : 0;
-            const long long p1 = (u1 - acc + c - 1) / c < a.nw ? (u1 - acc + c - 1) / c : a.nw;
-            if (k == seg) {
-                w0 = (int)p0, w1 = (int)p1;
-                return true;
-            }
-            acc += c * a.nw;
-            if (++wx == gxw) wx = 0, wy++;
-        }
-        return false;
-    };
     unsigned long long m = 0;
-    int wx, wy, w0, w1;
-    for (int seg = 0; find(seg, wx, wy, w0, w1); seg++) {
-        if (w0 >= w1) continue;
-        const int kd = kind(wx, wy);
-        const int x0 = x0_of(wx, (int)threadIdx.y), y0 = D3 ? wy * S::SY - K : 0;
-        /* 3D: one window per block, so this branch is the whole
-         * block's. 2D: the warp's own window decides. */
-        if (kd == TB_GENERAL || (!D3 && !aligned && xface(x0, S::WX)))
-            tb_segment<T, D3, RES, K, TB_GENERAL>(a, aligned, x0, y0, w0, w1, sm, m);
-        else if (kd == TB_XSEL && (D3 || xface(x0, S::WX)))
-            tb_segment<T, D3, RES, K, TB_XSEL>(a, aligned, x0, y0, w0, w1, sm, m);
-        else
-            tb_segment<T, D3, RES, K, TB_INNER>(a, aligned, x0, y0, w0, w1, sm, m);
-    }
+    tb_schedule<T, D3, K>(
+        a, aligned, gxw, gy, cw, [&](int kd, int x0, int y0, int w0, int w1, const auto &xface) {
+            /* 3D: one window per block, so this branch is the whole
+             * block's. 2D: the warp's own window decides. */
+            if (kd == TB_GENERAL || (!D3 && !aligned && xface(x0, S::WX)))
+                tb_segment<T, D3, RES, K, TB_GENERAL>(a, aligned, x0, y0, w0, w1, sm, m);
+            else if (kd == TB_XSEL && (D3 || xface(x0, S::WX)))
+                tb_segment<T, D3, RES, K, TB_XSEL>(a, aligned, x0, y0, w0, w1, sm, m);
+            else
+                tb_segment<T, D3, RES, K, TB_INNER>(a, aligned, x0, y0, w0, w1, sm, m);
+        });
     if (RES) hk_block_max(m, a.resid);
 }
 
 template <typename T, bool D3, int K> struct tb_launch {
     using S = tb_shape<T, D3, K>;
-    /* One block per resident slot (asked once per instantiation), each with
-     * at least 2 K planes of work: a share shorter than its warm-up would
-     * cost more than it saves. HEAT_CUDA_TB_BLOCKS sets the count, to test
-     * shares that end inside windows. */
+    /* One block per resident slot (asked once per instantiation; temporal.cuh,
+     * tb_blocks). */
     static cudaError_t run(const heat_stencil_args<T> &a, cudaStream_t stream)
     {
         static long long res = 0;
@@ -536,28 +389,20 @@ template <typename T, bool D3, int K> struct tb_launch {
                 return e;
             res = (long long)sms * (per_sm > 0 ? per_sm : 1);
         }
-        const long long wins = (a.nx + S::SX - 1) / S::SX;
-        const long long gxw = D3 ? wins : (wins + S::TY - 1) / S::TY;
-        const long long gy = D3 ? (a.np + S::SY - 1) / S::SY : 1;
-        const long long planes = gxw * gy * a.nw;
+        const tb_plan p = tb_plan_of<T, D3, K>(a);
         /* Costs per plane, inner : x face : general = 8 : 9 : 10, as measured
          * on an H100 (docs/PERFORMANCE.md): equal weights left the blocks
          * with face windows last, 10% slower in all at 512^3. */
         const tb_costs cw = {{8, 9, 10}};
-        static const long long forced = [] {
-            const char *s = getenv("HEAT_CUDA_TB_BLOCKS");
-            return s ? atoll(s) : 0ll;
-        }();
-        long long g = forced > 0 ? forced : std::min(res, std::max(1ll, planes / (2 * K)));
-        g = std::min(g, planes);
+        const long long g = tb_blocks(res, p.planes, K);
         const int aligned = a.nx % S::VX == 0;
         const dim3 block(32, S::TY), grid((unsigned)g);
         if (a.resid)
             temporal_kernel<T, D3, true, K>
-                <<<grid, block, sh, stream>>>(a, aligned, (int)gxw, (int)gy, cw);
+                <<<grid, block, sh, stream>>>(a, aligned, (int)p.gxw, (int)p.gy, cw);
         else
             temporal_kernel<T, D3, false, K>
-                <<<grid, block, sh, stream>>>(a, aligned, (int)gxw, (int)gy, cw);
+                <<<grid, block, sh, stream>>>(a, aligned, (int)p.gxw, (int)p.gy, cw);
         return cudaGetLastError();
     }
 };

@@ -1,0 +1,310 @@
+/* `register_tiled` for the variable-coefficient update (general.cuh): the
+ * streaming scheme of k_register.cu with each node's class travelling with
+ * its value.
+ *
+ * A block owns a tile of BXT*VX x BP points of the plane and streams a run of
+ * planes along w. Each thread holds VX consecutive values of the previous,
+ * current and next plane in registers (the plane after next in flight), and
+ * beside them the planes' classes as one packed word of VX bytes, loaded in
+ * the same access pattern (one 4- or 2-byte load per group). A class becomes
+ * a material (one shared-memory lookup) once, when its plane is next; the
+ * current plane's values and materials go through shared memory for the
+ * in-plane neighbours of other threads, x neighbours come by warp shuffle.
+ * So a node costs one class byte of memory traffic and, per update, the
+ * lookups of q and of its six face weights in the staged tables.
+ *
+ * Boundaries as in k_register.cu: loads map indices through the faces
+ * (periodic wrap, mirrored node on a Neumann, flux or convective face), so
+ * a ghost's value and material arrive as the mirrored node's; at a face node
+ * the difference is then the ghost's formula (hg_ghost), in a branch taken
+ * only by the threads whose group lies on a face.
+ * Literature: Micikevicius (GPGPU-2, 2009) for the z-sliced register scheme.
+ */
+#include <cstdlib>
+#include <cstring>
+
+#include "general.cuh"
+
+template <typename T, int VX> using hg_vec = hk_vec<T, VX>;
+
+template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
+__global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_general_args<T> a)
+{
+    static_assert(BXT % 32 == 0, "a tile row is whole warps");
+    static_assert(BXT * BP >= (D3 ? 2 * BXT : 0) + 2 * BP, "one thread per halo load");
+    constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH, RS = BX + 2 * VX;
+    __shared__ __align__(16) T sm[2][ROWS][RS];
+    __shared__ __align__(16) uint8_t smm[2][ROWS][RS]; /* the plane's materials */
+    extern __shared__ __align__(16) unsigned char hg_smem[];
+    const hg_tab<T> tab = hg_stage<T, WSH>(a, hg_smem);
+    const int M = a.nmat;
+
+    const int tx = threadIdx.x, tp = threadIdx.y, tid = tx + BXT * tp, lane = tid & 31;
+    const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
+    const int ig = x0 + tx * VX, j = p0 + tp;
+    const long long rowoff = D3 ? (long long)hk_map(j, a.np, a.bp) * a.sp : 0;
+    const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
+    const bool full = ig + VX <= a.nx;
+    const int col = VX + tx * VX;
+
+    /* A group's values and classes (packed). */
+    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) {
+        const long long off = (long long)hk_map(w, a.nw, a.bw) * a.sw + rowoff;
+        if (full) {
+            g = vload<T, VX>(a.u + off + ig);
+            gc = hg_load_bytes<VX>(a.cls + off + ig);
+        } else {
+            gc = 0;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int i = hk_map(ig + e, a.nx, a.bx);
+                g.v[e] = a.u[off + i];
+                gc |= (unsigned)a.cls[off + i] << (8 * e);
+            }
+        }
+    };
+
+    /* Halo roles as in k_register.cu: a group of the row below or above the
+     * tile (3D), or one value left or right of a tile row. */
+    int hrole = 0, hrow = 0, hcol = 0, hx = 0;
+    long long hoff = 0;
+    bool hfull = false;
+    if (D3 && tid < 2 * BXT) {
+        const int r = tid / BXT, g = tid % BXT;
+        hrole = 1;
+        hrow = r ? ROWS - 1 : 0;
+        hcol = VX + g * VX;
+        hoff = (long long)hk_map(r ? p0 + BP : p0 - 1, a.np, a.bp) * a.sp;
+        hx = x0 + g * VX;
+        hfull = hx + VX <= a.nx;
+    } else {
+        const int t = tid - (D3 ? 2 * BXT : 0);
+        if (t >= 0 && t < 2 * BP) {
+            const int r = t / 2, side = t % 2;
+            hrole = 2;
+            hrow = r + PH;
+            hcol = side ? VX + BX : VX - 1;
+            hoff = D3 ? (long long)hk_map(p0 + r, a.np, a.bp) * a.sp : 0;
+            hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
+        }
+    }
+    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) {
+        const long long off = (long long)hk_map(w, a.nw, a.bw) * a.sw + hoff;
+        if (hrole == 1) {
+            if (hfull) {
+                h = vload<T, VX>(a.u + off + hx);
+                hc = hg_load_bytes<VX>(a.cls + off + hx);
+            } else {
+                hc = 0;
+#pragma unroll
+                for (int e = 0; e < VX; e++) {
+                    const int i = hk_map(hx + e, a.nx, a.bx);
+                    h.v[e] = a.u[off + i];
+                    hc |= (unsigned)a.cls[off + i] << (8 * e);
+                }
+            }
+        } else if (hrole == 2) {
+            h.v[0] = a.u[off + hx];
+            hc = a.cls[off + hx];
+        }
+    };
+    /* A plane's values and materials into shared half b. */
+    auto store_plane = [&](int b, const hg_vec<T, VX> &g, unsigned gm, const hg_vec<T, VX> &h,
+                           unsigned hc) {
+        vstore<T, VX>(&sm[b][tp + PH][col], g);
+        hg_store_bytes<VX>(&smm[b][tp + PH][col], gm);
+        if (hrole == 1) {
+            vstore<T, VX>(&sm[b][hrow][hcol], h);
+            hg_store_bytes<VX>(&smm[b][hrow][hcol], hg_mats<VX>(tab.mat, hc));
+        } else if (hrole == 2) {
+            sm[b][hrow][hcol] = h.v[0];
+            smm[b][hrow][hcol] = tab.mat[hc & 0xffu];
+        }
+    };
+
+    /* Per-thread constants: whether the row is updated, and its faces. */
+    const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
+    const bool pglo = D3 && j == 0 && a.bp[0] == HK_NEUMANN;
+    const bool pghi = D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN;
+    unsigned xglo = 0, xghi = 0;
+#pragma unroll
+    for (int e = 0; e < VX; e++) {
+        xglo |= (unsigned)(ig + e == 0 && a.bx[0] == HK_NEUMANN) << e;
+        xghi |= (unsigned)(ig + e == a.nx - 1 && a.bx[1] == HK_NEUMANN) << e;
+    }
+
+    __syncthreads(); /* the staged tables */
+    unsigned long long m = 0;
+    /* Centres: prev, cur, nxt in use, nn in flight; their classes (c*) and
+     * materials (m*) packed. */
+    hg_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
+    unsigned cprev, ccur, cnxt, cnn = 0, hccur, hcnext = 0, hcnn = 0;
+    load_group(w0 - 1, prev, cprev);
+    load_group(w0, cur, ccur);
+    load_group(w0 + 1, nxt, cnxt);
+    load_halo(w0, hcur, hccur);
+    if (w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
+    unsigned mprev = hg_mats<VX>(tab.mat, cprev), mcur = hg_mats<VX>(tab.mat, ccur);
+    store_plane(0, cur, mcur, hcur, hccur);
+    __syncthreads();
+
+    for (int w = w0; w < w1; w++) {
+        const int b = (w - w0) & 1;
+        if (w + 1 < w1) load_group(w + 2, nn, cnn);
+        if (w + 2 < w1) load_halo(w + 2, hnn, hcnn);
+        const unsigned mnxt = hg_mats<VX>(tab.mat, cnxt);
+
+        /* x neighbours at the group's ends, values and materials: the
+         * neighbouring lane, or the shared row at a warp's edge. */
+        T left = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1);
+        T right = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
+        int mleft = hg_byte(__shfl_up_sync(0xffffffffu, mcur, 1), VX - 1);
+        int mright = hg_byte(__shfl_down_sync(0xffffffffu, mcur, 1), 0);
+        if (lane == 0) left = sm[b][tp + PH][col - 1], mleft = smm[b][tp + PH][col - 1];
+        if (lane == 31) right = sm[b][tp + PH][col + VX], mright = smm[b][tp + PH][col + VX];
+
+        if (row_active && !hk_held(w, a.nw, a.bw)) {
+            hg_vec<T, VX> pm, pp, v;
+            unsigned mpm = 0, mpp = 0;
+            if (D3) {
+                pm = vload<T, VX>(&sm[b][tp][col]);
+                pp = vload<T, VX>(&sm[b][tp + 2][col]);
+                mpm = hg_load_bytes<VX>(&smm[b][tp][col]);
+                mpp = hg_load_bytes<VX>(&smm[b][tp + 2][col]);
+            }
+            const bool wglo = w == 0 && a.bw[0] == HK_NEUMANN;
+            const bool wghi = w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
+            const bool face = (xglo | xghi) || pglo || pghi || wglo || wghi;
+            bool all = full;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int i = ig + e;
+                const T c = cur.v[e];
+                const int am = hg_byte(mcur, e);
+                const T xm = e > 0 ? cur.v[e - 1] : left;
+                const T xp = e < VX - 1 ? cur.v[e + 1] : right;
+                T dxm = xm - c, dxp = xp - c, dpm = T(0), dpp = T(0);
+                T dwm = prev.v[e] - c, dwp = nxt.v[e] - c;
+                if (D3) dpm = pm.v[e] - c, dpp = pp.v[e] - c;
+                if (face) {
+                    if (xglo >> e & 1) dxm = hg_ghost(a, HG_FXLO, am, xm, c);
+                    if (xghi >> e & 1) dxp = hg_ghost(a, HG_FXHI, am, xp, c);
+                    if (pglo) dpm = hg_ghost(a, HG_FPLO, am, pm.v[e], c);
+                    if (pghi) dpp = hg_ghost(a, HG_FPHI, am, pp.v[e], c);
+                    if (wglo) dwm = hg_ghost(a, HG_FWLO, am, prev.v[e], c);
+                    if (wghi) dwp = hg_ghost(a, HG_FWHI, am, nxt.v[e], c);
+                }
+                v.v[e] = hg_point<T, D3>(tab.w, M, am, c, tab.q[hg_byte(ccur, e)], dxm, dxp,
+                                         e > 0 ? hg_byte(mcur, e - 1) : mleft,
+                                         e < VX - 1 ? hg_byte(mcur, e + 1) : mright, dpm, dpp,
+                                         hg_byte(mpm, e), hg_byte(mpp, e), dwm, dwp,
+                                         hg_byte(mprev, e), hg_byte(mnxt, e));
+                if (i >= a.nx || hk_held(i, a.nx, a.bx)) all = false;
+            }
+            T *out = a.out + (long long)w * a.sw + (long long)j * a.sp;
+            if (all) {
+                vstore<T, VX>(out + ig, v);
+                if (RES) {
+#pragma unroll
+                    for (int e = 0; e < VX; e++) {
+                        unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
+                        m = d > m ? d : m;
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < VX; e++) {
+                    const int i = ig + e;
+                    if (i < a.nx && !hk_held(i, a.nx, a.bx)) {
+                        out[i] = v.v[e];
+                        if (RES) {
+                            unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
+                            m = d > m ? d : m;
+                        }
+                    }
+                }
+            }
+        }
+        if (w + 1 < w1) store_plane(b ^ 1, nxt, mnxt, hnext, hcnext);
+        __syncthreads();
+        prev = cur;
+        cur = nxt;
+        nxt = nn;
+        hnext = hnn;
+        mprev = mcur;
+        mcur = mnxt;
+        ccur = cnxt;
+        cnxt = cnn;
+        hcnext = hcnn;
+    }
+    if (RES) hk_block_max(m, a.resid);
+}
+
+/* Launches one instantiation: the tile, the run of planes per block (about
+ * one wave of resident blocks, as k_register.cu), the staged tables. */
+template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool WSH>
+static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
+{
+    const size_t sh = hg_stage_bytes<T>(a.nmat, WSH);
+    /* Occupancy of this instantiation with this stage (asked again when the
+     * table size changes). */
+    static int blocks_per_sm = 0;
+    static size_t asked = 0;
+    if (!blocks_per_sm || asked != sh) {
+        cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm, gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH>, BXT * BP, sh);
+        if (e != cudaSuccess) return e;
+        if (blocks_per_sm < 1) blocks_per_sm = 1;
+        asked = sh;
+    }
+    constexpr int BX = BXT * VX;
+    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
+    heat_general_args<T> b = a;
+    b.wchunk = heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
+    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
+    if (a.resid)
+        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+    else
+        gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+    return cudaGetLastError();
+}
+
+/* 3D: 64 x 4 threads (the uniform kernel's tile), at least 3 blocks per
+ * multiprocessor (the registers the classes need: compiler report in
+ * docs/PERFORMANCE.md); 2D: rows of 128 threads. */
+template <typename T, int VX, bool WSH>
+static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
+{
+    if (d3) return glaunch<T, true, VX, 64, 4, 3, WSH>(a, stream);
+    return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
+}
+
+template <typename T>
+cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
+{
+    constexpr int V = 16 / sizeof(T);
+    const bool vec = a.nx % V == 0;
+    if (a.w_shared)
+        return vec ? glaunch_dims<T, V, true>(a, d3, stream)
+                   : glaunch_dims<T, 1, true>(a, d3, stream);
+    return vec ? glaunch_dims<T, V, false>(a, d3, stream)
+               : glaunch_dims<T, 1, false>(a, d3, stream);
+}
+
+template <typename T>
+cudaError_t heat_cuda_launch_gtemporal(const heat_general_args<T> &a, bool d3, int k,
+                                       cudaStream_t stream)
+{
+    if (k <= 1) return heat_cuda_launch_gregister<T>(a, d3, stream);
+    return d3 ? hg_temporal_depth<T, true>(a, k, stream)
+              : hg_temporal_depth<T, false>(a, k, stream);
+}
+
+template cudaError_t heat_cuda_launch_gregister<float>(const heat_general_args<float> &, bool,
+                                                       cudaStream_t);
+template cudaError_t heat_cuda_launch_gregister<double>(const heat_general_args<double> &, bool,
+                                                        cudaStream_t);
+template cudaError_t heat_cuda_launch_gtemporal<float>(const heat_general_args<float> &, bool, int,
+                                                       cudaStream_t);
+template cudaError_t heat_cuda_launch_gtemporal<double>(const heat_general_args<double> &, bool,
+                                                        int, cudaStream_t);

@@ -1,0 +1,5 @@
+/* Temporal blocking of the variable-coefficient update (gtemporal.cuh) in double, 3D. */
+#include "gtemporal.cuh"
+
+template cudaError_t hg_temporal_depth<double, true>(const heat_general_args<double> &, int,
+                                                     cudaStream_t);

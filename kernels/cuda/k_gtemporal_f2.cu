@@ -1,0 +1,5 @@
+/* Temporal blocking of the variable-coefficient update (gtemporal.cuh) in float, 2D. */
+#include "gtemporal.cuh"
+
+template cudaError_t hg_temporal_depth<float, false>(const heat_general_args<float> &, int,
+                                                     cudaStream_t);
