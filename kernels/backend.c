@@ -294,6 +294,30 @@ int heat_backend_set_classes(heat_backend *b, const uint8_t *cls, const heat_coe
     return b->ops->set_classes(b, cls, k, err);
 }
 
+int heat_backend_mg_setup(heat_backend *b, heat_error *err)
+{
+    if (!b->ops->mg_setup)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "the backend %s does not offer multigrid (steady.method = "
+                              "\"multigrid\", implicit time schemes): use solver.backend = "
+                              "\"cpu\"",
+                              b->description);
+    return b->ops->mg_setup(b, err);
+}
+
+void heat_backend_mg_info(const heat_backend *b, heat_mg_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (b->ops->mg_info) b->ops->mg_info(b, info);
+}
+
+int heat_backend_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err)
+{
+    memset(t, 0, sizeof *t);
+    if (!b->ops->mg_bench) return not_offered(b, "multigrid timing", err);
+    return b->ops->mg_bench(b, runs, t, err);
+}
+
 /* The stats and samples of a backend that does not offer them: from a
  * download of the field (the owned box is then the whole grid). */
 static void *download_all(heat_backend *b, heat_error *err)
