@@ -34,6 +34,8 @@ const char *heat_stop_reason_text(heat_stop_reason r)
         return "interrupted by a signal";
     case HEAT_STOP_STALLED:
         return "stopped: the residual stalled above steady.tolerance";
+    case HEAT_STOP_SOLVE_STALLED:
+        return "stopped: an implicit step's solve stalled above solver.implicit_tolerance";
     }
     return "?";
 }
@@ -109,12 +111,32 @@ static int setup_classes(run_state *s, heat_error *err)
     return HEAT_OK;
 }
 
+/* Multigrid: one process in this version (the coarse levels do not yet
+ * gather onto fewer ranks); the hierarchy, whose build may refuse the deck. */
+static int setup_multigrid(run_state *s, heat_error *err)
+{
+    if (!heat_case_multigrid(s->c)) return HEAT_OK;
+    if (s->par)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "%s runs in one process in this version: start it without mpirun "
+                              "(or with -np 1), or use the explicit method",
+                              heat_case_steady_multigrid(s->c)
+                                  ? "steady.method = \"multigrid\""
+                                  : "an implicit time.scheme (multigrid)");
+    return heat_backend_mg_setup(s->b, err);
+}
+
 /* A row of history.csv at s->step: the residual (NaN: none) and the field's
  * minimum, maximum and mean over every rank. */
 static int history_row(run_state *s, double residual, double wall, heat_error *err)
 {
     const heat_case *c = s->c;
-    heat_history_row r = {s->step, heat_case_time(c, s->step), residual, wall, NAN, NAN, NAN};
+    heat_history_row r = {s->step, heat_case_time(c, s->step), residual, wall, NAN, NAN, NAN, NAN,
+                          -1};
+    if (heat_case_multigrid(c) && !isnan(residual)) {
+        r.reduction = s->mg.reduction;
+        r.cycles = s->mg.cycles;
+    }
     double mm[2] = {0, 0}, sum = 0;
     int rc = heat_backend_field_stats(s->b, &mm[0], &mm[1], &sum, err);
     rc = agree(s, rc, err);
@@ -198,6 +220,7 @@ static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, 
     if (!rc) notice_floor(s, field);
     if (!rc) rc = create_backend(s, err);
     if (!rc) rc = setup_classes(s, err);
+    if (!rc) rc = setup_multigrid(s, err);
     if (!rc) rc = collective_or_abort(s, heat_backend_upload(s->b, field, err), err);
     free(field);
     if (!rc) rc = open_output(s, deck_text, mode, err);
@@ -271,10 +294,20 @@ static int run_chunk(run_state *s, int64_t due, int *check, double *wall, int *s
     const int64_t next = s->step + chunk;
     *check = next % c->d.check_every == 0 || next == c->d.stop_step;
     const double a0 = heat_wall_seconds();
-    int rc = heat_backend_advance(s->b, chunk, *check ? &s->residual : NULL, err);
+    /* Implicit steps always say their residual: a step whose solve stalls
+     * ends the chunk there and is checked. */
+    const int implicit = heat_case_implicit(c);
+    int rc = heat_backend_advance(s->b, chunk, *check || implicit ? &s->residual : NULL, err);
     if (collective_or_abort(s, rc, err)) return rc;
     const double a1 = heat_wall_seconds();
     s->step = next;
+    if (heat_case_multigrid(c)) {
+        heat_backend_mg_info(s->b, &s->mg);
+        if (s->mg.stalled) {
+            s->step = next - chunk + s->mg.steps_done;
+            *check = 1;
+        }
+    }
     double v[4] = {a1 - a0, a1 - s->t0, *check ? s->residual : 0, heat_signals_caught()};
     heat_par_max(s->par, v, 4);
     if (*check) s->residual = v[2];
@@ -317,7 +350,16 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
     int rc = history_row(s, s->residual, wall, err);
     if (!rc) rc = probes_row(s, err);
     *stop = -1;
-    if (c->steady.enabled && s->step % c->steady.check_every == 0) {
+    if (s->mg.stalled) {
+        *stop = HEAT_STOP_SOLVE_STALLED;
+        if (s->opt->notices)
+            fprintf(s->opt->notices,
+                    "notice: step %lld: its multigrid solve stopped improving after %lld V-cycles "
+                    "with the residual reduced by %.3g, not by solver.implicit_tolerance = %.3g, "
+                    "and above what rounding in %s leaves\n",
+                    (long long)s->step, (long long)s->mg.cycles, s->mg.reduction,
+                    c->solver.implicit_tolerance, heat_precision_name(c->solver.precision));
+    } else if (c->steady.enabled && s->step % c->d.check_every == 0) {
         if (s->residual <= c->steady.tolerance)
             *stop = HEAT_STOP_STEADY;
         else if (stalled(s))
@@ -455,6 +497,13 @@ static void summary(run_state *s, heat_run_result *res)
     res->glups = res->wall > 0 ? updates / res->wall / 1e9 : 0;
     res->gbps = res->glups * 2.0 * (double)heat_case_value_size(c);
     res->files = heat_output_files_written(s->out);
+    if (heat_case_multigrid(c)) {
+        heat_mg_info mi;
+        heat_backend_mg_info(s->b, &mi);
+        res->mg_cycles = mi.total_cycles;
+        res->mg_reduction = mi.reduction;
+        snprintf(res->mg_text, sizeof res->mg_text, "%s", mi.text);
+    }
     if (s->opt->quiet) return;
     FILE *out = s->opt->out;
     int64_t snaps, ckpts;
@@ -468,6 +517,9 @@ static void summary(run_state *s, heat_run_result *res)
             res->final_time - heat_case_time(c, res->start_step), res->wall, res->glups, res->gbps);
     if (!isnan(res->last_residual))
         fprintf(out, "  last residual max|du/dt| = %.6e\n", res->last_residual);
+    if (heat_case_multigrid(c))
+        fprintf(out, "  multigrid: %lld V-cycles%s; %s\n", (long long)res->mg_cycles,
+                heat_case_implicit(c) ? " in all" : "", res->mg_text);
     if (res->ranks > 1) {
         fprintf(out, "  ranks %d, split %d x %d x %d, halos %d deep over %s, files %s\n",
                 res->ranks, res->split[0], res->split[1], res->split[2], res->halo_depth,

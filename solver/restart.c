@@ -13,14 +13,22 @@
  * readers refuse themselves.) */
 static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat_error *err)
 {
-    if (m->dt > c->d.dt_max * (1 + 1e-12))
+    /* Implicit steps take any dt > 0; a steady multigrid run counts cycles. */
+    const int explicit_steps = !heat_case_multigrid(c);
+    if (explicit_steps && m->dt > c->d.dt_max * (1 + 1e-12))
         return heat_error_set(err, HEAT_ERUNTIME,
-                              "corrupt: its dt = %.17g is above the stability limit dt_max = "
-                              "%.17g of its grid and diffusivity",
+                              "its dt = %.17g is above the stability limit dt_max = %.17g of "
+                              "forward Euler on its grid and diffusivity: corrupt, or written by "
+                              "an implicit or steady multigrid run (continue it with that "
+                              "time.scheme or steady.method, or start from it with "
+                              "initial.type = \"file\")",
                               m->dt, c->d.dt_max);
+    if (!(m->dt > 0))
+        return heat_error_set(err, HEAT_ERUNTIME, "corrupt: its dt = %.17g is not > 0", m->dt);
     heat_case with_dt = *c;
     int moved;
-    int rc = heat_case_keep_dt(&with_dt, m->dt, &moved, err);
+    int rc =
+        heat_case_steady_multigrid(c) ? HEAT_OK : heat_case_keep_dt(&with_dt, m->dt, &moved, err);
     if (rc) return rc;
     const int64_t stop = with_dt.d.stop_step;
     if (stop >= 0 && stop < m->step)
@@ -197,7 +205,8 @@ int heat_run_start_field(run_state *s, void *field, restart_file *r, heat_error 
                     "updated with separate multiplies and adds; this one fuses them, so the "
                     "continued run may differ from that heat's in the last bits\n",
                     r->path, (long long)r->meta.format_version);
-        return adopt_restart_dt(c, r, opt->notices, err);
+        /* A steady multigrid run's steps are cycles: nothing to keep. */
+        return heat_case_steady_multigrid(c) ? HEAT_OK : adopt_restart_dt(c, r, opt->notices, err);
     }
     s->step = 0;
     rc = heat_initial_fill_box(c, s->part.lo, s->part.n, field, opt->notices, err);

@@ -34,6 +34,7 @@ typedef struct run_state {
     heat_par *par;
     heat_part part;      /* this rank's box (the whole grid for one process) */
     heat_h5dist *writer; /* the ranks' field-file writer */
+    heat_mg_info mg;     /* multigrid: what the last chunk's solve did */
 } run_state;
 
 /* Points of this rank's field: its box, or the whole grid. */
