@@ -7,6 +7,7 @@
 
 #include "backend_impl.h"
 #include "cpu_internal.h"
+#include "mg.h"
 
 #ifdef HEAT_HAVE_CUDA
 #include "cuda_backend.h"
@@ -303,6 +304,12 @@ int heat_backend_mg_setup(heat_backend *b, heat_error *err)
                               "\"cpu\"",
                               b->description);
     return b->ops->mg_setup(b, err);
+}
+
+int heat_backend_mg_check(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err)
+{
+    return heat_mg_check_balance(c, cls, k, err);
 }
 
 void heat_backend_mg_info(const heat_backend *b, heat_mg_info *info)

@@ -135,6 +135,12 @@ typedef struct heat_mg_info {
  * is short or the backend does not offer multigrid. */
 int heat_backend_mg_setup(heat_backend *b, heat_error *err);
 
+/* heat check: for a steady multigrid case whose problem is singular,
+ * HEAT_EINPUT when its heat input does not balance (what mg_setup would
+ * refuse); cls and k the grid's classes and tables (NULL when not general). */
+int heat_backend_mg_check(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err);
+
 /* What the last advance of a multigrid case did. */
 void heat_backend_mg_info(const heat_backend *b, heat_mg_info *info);
 

@@ -134,6 +134,13 @@ typedef struct heat_mg {
 int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, heat_mg **out,
                   heat_error *err);
 
+/* For a steady multigrid case whose problem is singular (no Dirichlet or
+ * convective face): HEAT_EINPUT when the heat its sources and faces put in
+ * does not sum to zero (as heat_mg_build refuses it), else HEAT_OK; what
+ * `heat check` says before a run. */
+int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err);
+
 /* Frees the per-node coefficient arrays (dg0, b0, every level's t and dg)
  * once a backend has its own copies. */
 void heat_mg_drop_arrays(heat_mg *m);

@@ -257,11 +257,12 @@ static void fine_needs(const heat_case *c, const heat_coeffs *k, int *need_b, in
 
 /* D0 and b0 of every node; the net heat put in and its magnitude (for the
  * singular problem's solvability). */
-static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, double *net,
-                      double *mag)
+static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int store,
+                      double *net, double *mag)
 {
     int need_b, need_d;
     fine_needs(c, k, &need_b, &need_d);
+    need_b &= store, need_d &= store;
     const heat_mg_level *L = &m->lv[0];
     const int64_t np = L->points;
     if (need_d && !(m->dg0 = calloc((size_t)np, sizeof *m->dg0))) return -1;
@@ -558,7 +559,7 @@ int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, 
         h[d] = d < c->grid.dims ? c->d.h[d] : 1.0;
     }
     double net, mag;
-    if (fine_terms(m, c, k, &net, &mag)) return oom(m, err);
+    if (fine_terms(m, c, k, 1, &net, &mag)) return oom(m, err);
     if (m->singular && check_balance(net, mag, err)) {
         heat_mg_free(m);
         return HEAT_EINPUT;
@@ -576,6 +577,26 @@ int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, 
     }
     *out = m;
     return HEAT_OK;
+}
+
+int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err)
+{
+    if (!heat_case_steady_multigrid(c) || !heat_case_singular(c)) return HEAT_OK;
+    heat_mg *m = calloc(1, sizeof *m);
+    if (!m) return oom(m, err);
+    m->theta = 1.0;
+    m->cls = c->d.general ? cls : NULL;
+    if (fine_tables(m, c, k)) return oom(m, err);
+    m->lv[0].points = 1;
+    for (int d = 0; d < 3; d++) {
+        if (fine_axis(c, d, &m->lv[0].ax[d])) return oom(m, err);
+        m->lv[0].n[d] = m->lv[0].ax[d].n, m->lv[0].points *= m->lv[0].n[d];
+    }
+    double net, mag;
+    fine_terms(m, c, k, 0, &net, &mag);
+    heat_mg_free(m);
+    return check_balance(net, mag, err);
 }
 
 void heat_mg_drop_arrays(heat_mg *m)

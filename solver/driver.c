@@ -46,6 +46,13 @@ const char *heat_stop_reason_text(heat_stop_reason r)
 static void notice_floor(const run_state *s, const void *field)
 {
     const heat_case *c = s->c;
+    const double eps = 0x1p-23;
+    if (heat_case_implicit(c) && c->solver.precision == HEAT_FLOAT &&
+        c->solver.implicit_tolerance < 16 * eps && s->opt->notices)
+        fprintf(s->opt->notices,
+                "notice: solver.implicit_tolerance = %.3g lies below what float resolves (about "
+                "16 eps = %.2g relative): each step's solve ends at the rounding floor instead\n",
+                c->solver.implicit_tolerance, 16 * eps);
     if (!c->steady.enabled) return;
     double umax = heat_field_max_abs(c, field, field_points(s));
     heat_par_max(s->par, &umax, 1);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "cuda_mg.h"
 #include "stencil.cuh"
 
 static_assert(HEAT_CUDA_TEMPORAL_MAX == HEAT_TEMPORAL_BLOCK_MAX,
@@ -47,6 +48,7 @@ typedef struct cuda_state {
     char device[256];
     heat_stencil_args<float> af;
     heat_stencil_args<double> ad;
+    cuda_mg *mg; /* multigrid (heat_case_multigrid), k_mg.cu */
 } cuda_state;
 
 static int env_int(const char *name, int fallback)
@@ -196,6 +198,10 @@ static void cuda_host_free(heat_backend *b, void *p)
 static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
+    if (heat_case_multigrid(b->c)) {
+        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+        return heat_cuda_mg_advance(s->mg, steps, residual, err);
+    }
     /* Passes of `depth` fused steps; the last pass fuses what remains, so a
      * call never runs past the step the driver asked for. */
     for (int64_t left = steps; left > 0;) {
@@ -227,6 +233,7 @@ static void cuda_destroy(heat_backend *b)
     if (!b) return;
     cuda_state *s = (cuda_state *)b->impl;
     if (s) {
+        heat_cuda_mg_destroy(s->mg);
         cudaFree(s->u);
         cudaFree(s->v);
         cudaFree(s->scratch);
@@ -247,6 +254,46 @@ static int cuda_poison_next(heat_backend *b, heat_error *err);
 static const heat_backend_ops cuda_ops = {cuda_upload,     cuda_advance,    cuda_download,
                                           cuda_destroy,    cuda_host_alloc, cuda_host_free,
                                           cuda_bench_time, cuda_poison_next};
+
+/* Multigrid (k_mg.cu): the same table with its operations. */
+static int cuda_mg_setup(heat_backend *b, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    heat_cuda_mg_destroy(s->mg);
+    s->mg = nullptr;
+    return heat_cuda_mg_create(b->c, s->u, s->v, s->stream, nullptr, nullptr, &s->mg, err);
+}
+
+static void cuda_mg_info(const heat_backend *b, heat_mg_info *info)
+{
+    const cuda_state *s = (const cuda_state *)b->impl;
+    if (s->mg) heat_cuda_mg_info(s->mg, info);
+}
+
+static int cuda_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+    return heat_cuda_mg_bench(s->mg, runs, t, err);
+}
+
+static int cuda_mg_field_stats(heat_backend *b, double *min, double *max, double *sum,
+                               heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+    return heat_cuda_mg_field_stats(s->mg, min, max, sum, err);
+}
+
+static heat_backend_ops with_multigrid(heat_backend_ops o)
+{
+    o.mg_setup = cuda_mg_setup;
+    o.mg_info = cuda_mg_info;
+    o.mg_bench = cuda_mg_bench;
+    o.field_stats = cuda_mg_field_stats;
+    return o;
+}
+static const heat_backend_ops cuda_ops_mg = with_multigrid(cuda_ops);
 
 /* A kernel of each family, to ask whether this binary has code for the GPU. */
 __global__ void heat_cuda_probe_kernel(int *p)
@@ -366,7 +413,7 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
         free(s);
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of host memory");
     }
-    b->ops = &cuda_ops;
+    b->ops = heat_case_multigrid(c) ? &cuda_ops_mg : &cuda_ops;
     b->c = c;
     b->impl = s;
     s->bytes = bytes;
