@@ -40,6 +40,7 @@ static const char usage_bench[] =
     "usage: heat bench [--backend cpu|cuda|all] [--kernel NAME|all] [--size NXxNYxNZ]...\n"
     "                  [--precision float|double|both] [--temporal K[,K...]] [--runs N]\n"
     "                  [--steps N] [--materials] [--json FILE]\n"
+    "       heat bench --multigrid [...]   (one V-cycle per level; see --multigrid --help)\n"
     "\n"
     "Times the stencil sweep on random data against a copy of the same size (the\n"
     "memory-bandwidth ceiling of a sweep that reads and writes each point once).\n"
@@ -602,6 +603,8 @@ int heat_cmd_bench(int argc, char **argv)
                     .kernel_mask = (1u << HEAT_KERNEL_COUNT) - 1,
                     .ks = {1, 2, 3, 4, 6, 8},
                     .nk = 6};
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--multigrid")) return heat_bench_multigrid(argc, argv);
     for (int i = 0; i < argc;) {
         int used = bench_option(&o, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
         if (used <= 0) return used < 0 ? 2 : 0;

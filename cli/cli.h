@@ -43,6 +43,8 @@ int heat_cmd_run(const heat_cli_args *a);
 int heat_cmd_check(const heat_cli_args *a);
 int heat_cmd_info(int argc, char **argv);
 int heat_cmd_bench(int argc, char **argv);
+/* heat bench --multigrid (bench_mg.c). */
+int heat_bench_multigrid(int argc, char **argv);
 
 extern const char heat_usage_run[], heat_usage_check[];
 

@@ -1,5 +1,6 @@
 /* heat check: validate a deck and print what the run would do. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -189,6 +190,53 @@ static void print_floor(const heat_case *c)
            c->solver.precision == HEAT_FLOAT ? "Use double precision or" : "Use", floor);
 }
 
+/* Multigrid: the method or scheme, dt against the explicit limit, what a
+ * float run can reach; for a singular steady problem, whether its heat
+ * input balances (else 2, after saying why). */
+static int print_multigrid(const heat_case *c)
+{
+    if (!heat_case_multigrid(c)) return 0;
+    if (heat_case_steady_multigrid(c))
+        printf("multigrid       steady state solved directly: V(2,2) cycles until max|du/dt| <= "
+               "%.6g (each cycle a step of history.csv; time.end and time.dt do not apply)\n",
+               c->steady.tolerance);
+    else
+        printf("multigrid       time.scheme %s: each step one multigrid solve to a relative "
+               "reduction of %.3g; dt %.6g = %.4g times the explicit limit %.6g\n",
+               heat_scheme_name(c->time.scheme), c->solver.implicit_tolerance, c->d.dt,
+               c->d.dt / c->d.dt_max, c->d.dt_max);
+    const double eps = 0x1p-23;
+    if (heat_case_implicit(c) && c->solver.precision == HEAT_FLOAT &&
+        c->solver.implicit_tolerance < 16 * eps)
+        printf("note            solver.implicit_tolerance = %.3g lies below what float resolves "
+               "(about 16 eps = %.2g relative, less where the step changes the field little): "
+               "each step's solve then ends at the rounding floor\n",
+               c->solver.implicit_tolerance, 16 * eps);
+    if (!heat_case_steady_multigrid(c) || !heat_case_singular(c)) return 0;
+    heat_error err;
+    uint8_t *cls = NULL;
+    heat_classes t = {0};
+    heat_coeffs k = {0};
+    int rc = HEAT_OK;
+    if (c->d.general) {
+        const int64_t lo[3] = {0, 0, 0};
+        cls = malloc((size_t)c->d.points);
+        rc = cls ? heat_materials_paint(c, lo, c->grid.n, cls, &t, NULL, &err)
+                 : heat_error_set(&err, HEAT_ERUNTIME, "out of memory");
+        if (!rc) rc = heat_case_coeffs(c, &t, &k, &err);
+    }
+    if (!rc) rc = heat_backend_mg_check(c, cls, c->d.general ? &k : NULL, &err);
+    heat_coeffs_free(&k);
+    free(cls);
+    if (rc) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        return 2;
+    }
+    printf("note            no Dirichlet or convective face: the steady state is fixed up to a "
+           "constant; multigrid keeps the initial (rho c)-weighted mean\n");
+    return 0;
+}
+
 /* The processes the split is for: the run's ranks (under mpirun), --ranks N,
  * or the product of parallel.ranks. */
 static int split_ranks(const heat_case *c, int ranks_opt)
@@ -242,6 +290,7 @@ int heat_cmd_check(const heat_cli_args *a)
     print_numbers(&c);
     print_materials(&c, &sv);
     print_run(&c);
+    if (print_multigrid(&c)) return 2;
     print_output(&c);
     print_floor(&c);
     print_split(&c, n, ranks);

@@ -37,8 +37,8 @@ const char heat_usage_run[] =
     "NAME_STEP.vtkhdf snapshots, NAME_ckpt_STEP.vtkhdf checkpoints and NAME.xmf, the\n"
     "snapshots as a time series for ParaView (docs/FORMAT.md).\n"
     "\n"
-    "exit status: 0 done, 1 runtime failure, 2 bad usage or deck, 3 steady run stalled,\n"
-    "130 / 143 after SIGINT / SIGTERM\n";
+    "exit status: 0 done, 1 runtime failure, 2 bad usage or deck, 3 steady run or an\n"
+    "implicit step's solve stalled, 130 / 143 after SIGINT / SIGTERM\n";
 
 int heat_cmd_run(const heat_cli_args *a)
 {
@@ -74,6 +74,14 @@ int heat_cmd_run(const heat_cli_args *a)
                 "here; the final state is written. Use double precision or a larger tolerance\n",
                 res.last_residual, c.steady.tolerance, (long long)c.steady.stall_checks,
                 heat_precision_name(c.solver.precision));
+        return 3;
+    }
+    if (res.reason == HEAT_STOP_SOLVE_STALLED) {
+        fprintf(stderr,
+                "heat: step %lld's multigrid solve stalled: the residual fell by %.3g, not by "
+                "solver.implicit_tolerance = %.3g; the state at that step is written. Use "
+                "double precision or a larger solver.implicit_tolerance\n",
+                (long long)res.final_step, res.mg_reduction, c.solver.implicit_tolerance);
         return 3;
     }
     return 0;

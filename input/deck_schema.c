@@ -94,8 +94,9 @@ static void v_grid(vctx *v, const config_setting_t *root, heat_case *c)
 
 static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
 {
-    static const char *const keys[] = {"end", "max_steps", "dt", "safety", NULL};
+    static const char *const keys[] = {"end", "max_steps", "dt", "safety", "scheme", NULL};
     c->time.safety = 0.9;
+    c->time.scheme = HEAT_SCHEME_EXPLICIT;
     const config_setting_t *g = heat_deck_get_group(v, root, "time", 0, NULL);
     if (!g) return;
     heat_deck_check_keys(v, g, keys, NULL);
@@ -121,17 +122,24 @@ static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
     if (heat_deck_get_number(v, g, "safety", 0, &c->time.safety) == 1 &&
         !(c->time.safety > 0 && c->time.safety <= 1))
         heat_deck_bad(v, MEMBER(g, "safety"), "safety must be in (0, 1]");
+    int i;
+    if (heat_deck_get_choice(v, g, "scheme", 0, heat_scheme_names, &i) == 1)
+        c->time.scheme = (heat_scheme)i;
 }
 
 static void v_steady(vctx *v, const config_setting_t *root, heat_case *c)
 {
-    static const char *const keys[] = {"tolerance", "check_every", "stall_checks", NULL};
+    static const char *const keys[] = {"tolerance", "check_every", "stall_checks", "method", NULL};
     c->steady.check_every = 100;
     c->steady.stall_checks = 100;
+    c->steady.method = HEAT_STEADY_EXPLICIT;
     const config_setting_t *g = heat_deck_get_group(v, root, "steady", 0, NULL);
     if (!g) return;
     heat_deck_check_keys(v, g, keys, NULL);
     c->steady.enabled = 1;
+    int m;
+    if (heat_deck_get_choice(v, g, "method", 0, heat_steady_method_names, &m) == 1)
+        c->steady.method = (heat_steady_method)m;
     if (heat_deck_get_number(v, g, "tolerance", 1, &c->steady.tolerance) == 1 &&
         !(c->steady.tolerance > 0))
         heat_deck_bad(v, MEMBER(g, "tolerance"), "the tolerance must be > 0");
@@ -342,7 +350,8 @@ static void v_output(vctx *v, const config_setting_t *root, heat_case *c)
 
 static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
 {
-    static const char *const keys[] = {"backend", "precision", "kernel", "temporal_block", NULL};
+    static const char *const keys[] = {"backend",        "precision",          "kernel",
+                                       "temporal_block", "implicit_tolerance", NULL};
     c->solver.backend = HEAT_BACKEND_AUTO;
     c->solver.precision = HEAT_DOUBLE;
     c->solver.kernel = HEAT_KERNEL_FUSING; /* the fastest */
@@ -356,14 +365,22 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
     if (heat_deck_get_choice(v, g, "precision", 0, heat_precision_names, &i) == 1)
         c->solver.precision = i;
     if (heat_deck_get_choice(v, g, "kernel", 0, heat_kernel_names, &i) == 1) c->solver.kernel = i;
+    double tol;
+    if (heat_deck_get_number(v, g, "implicit_tolerance", 0, &tol) == 1) {
+        if (!(tol > 0 && tol < 1))
+            heat_deck_bad(v, MEMBER(g, "implicit_tolerance"),
+                          "expected a number in (0, 1): the relative reduction of the residual "
+                          "that ends each implicit step's multigrid solve");
+        else
+            c->solver.implicit_tolerance = tol;
+    }
     /* One message for every bad value, a non-integer included, so it always says what is
      * allowed. */
     const config_setting_t *tb = config_setting_get_member(g, "temporal_block");
     int64_t k;
     if (tb) {
-        const char *word = config_setting_type(tb) == CONFIG_TYPE_STRING
-                               ? config_setting_get_string(tb)
-                               : NULL;
+        const char *word =
+            config_setting_type(tb) == CONFIG_TYPE_STRING ? config_setting_get_string(tb) : NULL;
         if (word && strcmp(word, "auto") == 0)
             c->solver.temporal_auto = 1;
         else if (word || !heat_deck_as_int64(tb, &k) || k < 1 || k > HEAT_TEMPORAL_BLOCK_MAX)
@@ -374,6 +391,31 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
                           HEAT_TEMPORAL_BLOCK_MAX, heat_kernel_name(HEAT_KERNEL_FUSING));
         else
             c->solver.temporal_block = (int)k;
+    }
+}
+
+/* What multigrid cannot combine with: a steady multigrid solve has no time
+ * scheme; neither runs over several processes in this version (the deck's
+ * parallel.ranks; a run under mpirun is refused by the driver). */
+static void check_multigrid(vctx *v, const config_setting_t *root, const heat_case *c)
+{
+    if (heat_case_steady_multigrid(c) && heat_case_implicit(c))
+        heat_deck_bad(v, MEMBER(MEMBER(root, "time"), "scheme"),
+                      "steady.method = \"multigrid\" solves the steady state directly, without "
+                      "time steps: use time.scheme = \"explicit\" (or leave it out), or "
+                      "steady.method = \"explicit\" to march implicit steps to the steady state");
+    const config_setting_t *pg = MEMBER(root, "parallel");
+    const config_setting_t *r = pg && config_setting_is_group(pg) ? MEMBER(pg, "ranks") : NULL;
+    if (heat_case_multigrid(c) && r && (config_setting_is_array(r) || config_setting_is_list(r)) &&
+        config_setting_length(r) == 3) {
+        int64_t p = 1, e;
+        for (unsigned i = 0; i < 3; i++)
+            if (heat_deck_as_int64(config_setting_get_elem(r, i), &e)) p *= e;
+        if (p > 1)
+            heat_deck_bad(v, r,
+                          "multigrid (steady.method = \"multigrid\" or an implicit time.scheme) "
+                          "runs in one process in this version: use parallel.ranks = [1, 1, 1] "
+                          "or the explicit method");
     }
 }
 
@@ -397,6 +439,9 @@ void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c)
     heat_deck_check_conductivity(v, root, c);
     v_output(v, root, c);
     v_solver(v, root, c);
+    if (!(c->solver.implicit_tolerance > 0))
+        c->solver.implicit_tolerance = heat_case_default_implicit_tolerance(c->solver.precision);
+    check_multigrid(v, root, c);
     validate_parallel(v, root, c);
     /* Only when no stop rule is written at all: a bad one is reported already. */
     if (!config_lookup(cfg, "time.end") && !config_lookup(cfg, "time.max_steps") &&

@@ -17,6 +17,10 @@ const char *const heat_face_names[HEAT_NFACES + 1] = {"x_lo", "x_hi", "y_lo", "y
                                                       "z_lo", "z_hi", NULL};
 const char *const heat_transport_names[HEAT_TRANSPORT_COUNT + 1] = {"auto", "mpi", "nccl", NULL};
 const char *const heat_pio_names[HEAT_PIO_COUNT + 1] = {"auto", "collective", "aggregated", NULL};
+const char *const heat_scheme_names[HEAT_SCHEME_COUNT + 1] = {"explicit", "backward_euler",
+                                                              "crank_nicolson", NULL};
+const char *const heat_steady_method_names[HEAT_STEADY_METHOD_COUNT + 1] = {"explicit", "multigrid",
+                                                                            NULL};
 
 int heat_name_index(const char *const *names, const char *s)
 {
@@ -68,6 +72,25 @@ const char *heat_transport_name(heat_transport t)
 const char *heat_pio_name(heat_pio p)
 {
     return name_of(heat_pio_names, HEAT_PIO_COUNT, (int)p);
+}
+
+const char *heat_scheme_name(heat_scheme s)
+{
+    return name_of(heat_scheme_names, HEAT_SCHEME_COUNT, (int)s);
+}
+
+double heat_case_default_implicit_tolerance(heat_precision p)
+{
+    return p == HEAT_FLOAT ? 1e-5 : 1e-10;
+}
+
+int heat_case_singular(const heat_case *c)
+{
+    for (int f = 0; f < 2 * c->grid.dims; f++)
+        if (c->bc[f].type == HEAT_BC_DIRICHLET ||
+            (c->bc[f].type == HEAT_BC_CONVECTIVE && c->bc[f].h > 0))
+            return 0;
+    return 1;
 }
 
 void heat_bc_text(const heat_bc *bc, int exact, char *buf, size_t n)
@@ -240,6 +263,7 @@ int heat_case_coeffs(const heat_case *c, const heat_classes *cls, heat_coeffs *k
         const heat_material *m = &c->materials.m[cls->material[i]];
         k->mat[i] = cls->material[i];
         k->q[i] = dt * cls->power[i] / (m->rho * m->cp);
+        k->power[i] = cls->power[i];
     }
     for (int f = 0; f < HEAT_NFACES; f++) {
         const heat_bc *bc = &c->bc[f];
@@ -373,6 +397,18 @@ static int dt_refused(const heat_case *c, double dt, heat_error *err)
                           c->d.dt_max);
 }
 
+/* A steady multigrid run: its steps are V-cycles, dt = 1 (so that the time
+ * of a row is its cycle), every cycle checked; time.end and time.dt do not
+ * apply, time.max_steps bounds the cycles. */
+static int derive_cycles(heat_case *c, heat_error *err)
+{
+    c->d.dt = 1.0;
+    c->d.end_step = -1;
+    finish_steps(c);
+    c->d.check_every = 1;
+    return check_dt(c, err);
+}
+
 int heat_case_derive(heat_case *c, heat_error *err)
 {
     if (c->solver.temporal_auto) c->solver.temporal_block = heat_case_auto_depth(c);
@@ -397,14 +433,21 @@ int heat_case_derive(heat_case *c, heat_error *err)
     int rc = check_derived(c, err);
     if (rc) return rc;
 
+    c->d.theta = c->time.scheme == HEAT_SCHEME_CRANK_NICOLSON ? 0.5 : 1.0;
+    if (heat_case_steady_multigrid(c)) return derive_cycles(c, err);
+    if (heat_case_implicit(c) && !c->time.has_dt)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "time.scheme = \"%s\" needs time.dt: any dt > 0 (the explicit "
+                              "limit here is dt_max = %.9g)",
+                              heat_scheme_name(c->time.scheme), c->d.dt_max);
     double dt = c->time.has_dt ? c->time.dt : c->time.safety * c->d.dt_max;
-    if (c->time.has_dt && dt > c->d.dt_max) return dt_refused(c, dt, err);
+    if (c->time.has_dt && dt > c->d.dt_max && !heat_case_implicit(c)) return dt_refused(c, dt, err);
     c->d.end_step = -1;
     if (c->time.has_end) {
         double n = 1;
         if ((rc = steps_to_end(c, dt, "", &n, err))) return rc;
         /* A dt fitted to end must not pass the stability limit. */
-        if (c->time.end / n > c->d.dt_max) n += 1;
+        if (c->time.end / n > c->d.dt_max && !heat_case_implicit(c)) n += 1;
         c->d.end_step = (int64_t)n;
         dt = c->time.end / n;
     }
@@ -453,7 +496,7 @@ double heat_case_value_scale(const heat_case *c)
 double heat_case_residual_floor(const heat_case *c, double umax)
 {
     const double eps = c->solver.precision == HEAT_FLOAT ? 0x1p-23 : 0x1p-52;
-    return eps * umax / c->d.dt;
+    return eps * umax / (heat_case_steady_multigrid(c) ? c->d.dt_max : c->d.dt);
 }
 
 double heat_case_time(const heat_case *c, int64_t step)

@@ -117,6 +117,21 @@ typedef enum {
     HEAT_KERNEL_COUNT
 } heat_kernel;
 
+/* time.scheme: forward Euler, or an implicit step solved by multigrid. */
+typedef enum {
+    HEAT_SCHEME_EXPLICIT,
+    HEAT_SCHEME_BACKWARD_EULER,
+    HEAT_SCHEME_CRANK_NICOLSON,
+    HEAT_SCHEME_COUNT
+} heat_scheme;
+
+/* steady.method: march in time to the steady state, or solve it by multigrid. */
+typedef enum {
+    HEAT_STEADY_EXPLICIT,
+    HEAT_STEADY_MULTIGRID,
+    HEAT_STEADY_METHOD_COUNT
+} heat_steady_method;
+
 /* parallel.transport: how halos move between ranks (docs/DECK.md). */
 typedef enum {
     HEAT_TRANSPORT_AUTO,
@@ -180,6 +195,7 @@ typedef struct heat_case {
         double dt;                         /* as given in the deck (only when has_dt) */
         char dt_where[HEAT_PATH_MAX + 32]; /* "deck.cfg:7" or "--set", for messages */
         double safety;
+        heat_scheme scheme;
     } time;
 
     struct {
@@ -188,6 +204,7 @@ typedef struct heat_case {
         int64_t check_every;
         int64_t
             stall_checks; /* stop when the residual sets no new low in this many checks; 0: never */
+        heat_steady_method method;
     } steady;
 
     struct {
@@ -216,6 +233,7 @@ typedef struct heat_case {
         heat_kernel kernel;
         int temporal_block; /* steps fused per pass (1 to HEAT_TEMPORAL_BLOCK_MAX) */
         int temporal_auto;  /* "auto" in the deck: temporal_block is heat_case_auto_depth's */
+        double implicit_tolerance; /* relative residual reduction of each implicit step's solve */
     } solver;
 
     struct {
@@ -239,6 +257,10 @@ typedef struct heat_case {
          * uniform one. */
         int general;
         int dt_material; /* the material whose nodes set dt_max (general), or -1 */
+        /* Multigrid (heat_case_multigrid): theta of the implicit step (1
+         * backward Euler, 1/2 Crank-Nicolson; 1 for the steady solve). A
+         * steady multigrid run counts V-cycles as its steps, with dt = 1. */
+        double theta;
     } d;
 } heat_case;
 
@@ -257,6 +279,8 @@ extern const char *const heat_kernel_names[HEAT_KERNEL_COUNT + 1];
 extern const char *const heat_face_names[HEAT_NFACES + 1];
 extern const char *const heat_transport_names[HEAT_TRANSPORT_COUNT + 1];
 extern const char *const heat_pio_names[HEAT_PIO_COUNT + 1];
+extern const char *const heat_scheme_names[HEAT_SCHEME_COUNT + 1];
+extern const char *const heat_steady_method_names[HEAT_STEADY_METHOD_COUNT + 1];
 
 /* The index of `s` in a NULL-terminated table of names, or -1. */
 int heat_name_index(const char *const *names, const char *s);
@@ -287,6 +311,31 @@ const char *heat_kernel_name(heat_kernel k);
 const char *heat_face_name(int face);
 const char *heat_transport_name(heat_transport t);
 const char *heat_pio_name(heat_pio p);
+const char *heat_scheme_name(heat_scheme s);
+
+/* Whether the run solves with multigrid: steady.method = "multigrid"
+ * (heat_case_steady_multigrid) or an implicit time.scheme. */
+static inline int heat_case_steady_multigrid(const heat_case *c)
+{
+    return c->steady.enabled && c->steady.method == HEAT_STEADY_MULTIGRID;
+}
+static inline int heat_case_implicit(const heat_case *c)
+{
+    return c->time.scheme != HEAT_SCHEME_EXPLICIT;
+}
+static inline int heat_case_multigrid(const heat_case *c)
+{
+    return heat_case_steady_multigrid(c) || heat_case_implicit(c);
+}
+
+/* The default solver.implicit_tolerance of a precision: 1e-10 in double,
+ * 1e-5 in float. */
+double heat_case_default_implicit_tolerance(heat_precision p);
+
+/* Whether the steady problem of the case is singular: no Dirichlet face and
+ * no convective face with h > 0, so that the steady state is fixed only up
+ * to a constant (multigrid keeps the initial mean; docs/DECK.md). */
+int heat_case_singular(const heat_case *c);
 
 /* ---- derived numbers ----------------------------------------------------
  *
@@ -333,7 +382,9 @@ double heat_case_value_scale(const heat_case *c);
 /* The residual max |du/dt| that rounding alone leaves at values of size
  * `umax`: eps umax / dt, eps the precision's machine epsilon (2^-23 in float,
  * 2^-52 in double). A steady tolerance below it may never be reached: the
- * changes of single ulps go on for ever. */
+ * changes of single ulps go on for ever. A steady multigrid run evaluates
+ * (div k grad u + q) / (rho c) directly, whose rounding is eps umax / dt_max
+ * (the stencil's weights sum to about 1 / dt_max). */
 double heat_case_residual_floor(const heat_case *c, double umax);
 
 /* ---- the variable-coefficient update (d.general) ------------------------
@@ -364,6 +415,7 @@ typedef struct heat_coeffs {
     int nmat, ncls;
     double *w; /* [3][nmat][nmat], malloc'd */
     double q[HEAT_CLASSES_MAX];
+    double power[HEAT_CLASSES_MAX]; /* each class's source power density, W/m^3 (multigrid) */
     uint8_t mat[HEAT_CLASSES_MAX];
     double g[HEAT_NFACES][HEAT_MATERIALS_MAX], beta[HEAT_NFACES][HEAT_MATERIALS_MAX];
     double ambient[HEAT_NFACES];

@@ -332,6 +332,11 @@ int heat_output_history_row(heat_output *o, const heat_history_row *r, heat_erro
     put_field(o->history, "%.9g", r->min);
     put_field(o->history, "%.9g", r->max);
     put_field(o->history, "%.9g", r->mean);
+    put_field(o->history, "%.9g", r->reduction);
+    if (r->cycles >= 0)
+        fprintf(o->history, ",%lld", (long long)r->cycles);
+    else
+        fputc(',', o->history);
     fputc('\n', o->history);
     return flushed(o->history, o->history_path, err);
 }
@@ -350,7 +355,7 @@ int heat_output_probes(heat_output *o, int64_t step, double time, const double *
 int heat_output_history(heat_output *o, int64_t step, double time, double residual, double wall,
                         heat_error *err)
 {
-    const heat_history_row r = {step, time, residual, wall, NAN, NAN, NAN};
+    const heat_history_row r = {step, time, residual, wall, NAN, NAN, NAN, NAN, -1};
     return heat_output_history_row(o, &r, err);
 }
 

@@ -12,7 +12,8 @@
  * (history, acquire, submit, flush), with the file named, as HEAT_ERUNTIME.
  *
  * In `dir` (docs/FORMAT.md has the details):
- *   history.csv                       step, time, residual, wall seconds, min, max, mean
+ *   history.csv                       step, time, residual, wall seconds, min, max, mean,
+ *                                     reduction, cycles (multigrid)
  *   probes.csv                        step, time, a value per probe (cases with probes)
  *   <name>_<step:08>.vtkhdf           snapshots (VTKHDF ImageData)
  *   <name>_ckpt_<step:08>.vtkhdf      checkpoints (the same layout)
@@ -108,6 +109,10 @@ typedef struct heat_history_row {
     int64_t step;
     double time, residual, wall;
     double min, max, mean; /* of the field */
+    /* Multigrid: the solve's residual over its start's (NaN: none) and its
+     * V-cycles (steady: so far; implicit: the last step's; -1: none). */
+    double reduction;
+    int64_t cycles;
 } heat_history_row;
 
 /* Appends a row to history.csv (empty fields for NaN). Flushed at once so

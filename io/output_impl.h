@@ -54,7 +54,7 @@ void heat_outdir_rotate(const char *dir, const char *name, int64_t keep, FILE *n
  * interrupted run's future (after start_step; a residual-less row at it). */
 int heat_history_open(const char *path, int resume, int64_t start_step, FILE **f, heat_error *err);
 
-#define HEAT_HISTORY_HEADER "step,time,residual,wall_seconds,min,max,mean"
+#define HEAT_HISTORY_HEADER "step,time,residual,wall_seconds,min,max,mean,reduction,cycles"
 
 /* probes.csv likewise, with its header (rows after start_step dropped). */
 int heat_probes_open(const char *path, const char *header, int resume, int64_t start_step, FILE **f,

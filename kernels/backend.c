@@ -7,6 +7,7 @@
 
 #include "backend_impl.h"
 #include "cpu_internal.h"
+#include "mg.h"
 
 #ifdef HEAT_HAVE_CUDA
 #include "cuda_backend.h"
@@ -303,6 +304,36 @@ int heat_backend_set_classes(heat_backend *b, const uint8_t *cls, const heat_coe
 {
     if (!b->ops->set_classes) return not_offered(b, "materials, sources and convective faces", err);
     return b->ops->set_classes(b, cls, k, err);
+}
+
+int heat_backend_mg_setup(heat_backend *b, heat_error *err)
+{
+    if (!b->ops->mg_setup)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "the backend %s does not offer multigrid (steady.method = "
+                              "\"multigrid\", implicit time schemes): use solver.backend = "
+                              "\"cpu\"",
+                              b->description);
+    return b->ops->mg_setup(b, err);
+}
+
+int heat_backend_mg_check(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err)
+{
+    return heat_mg_check_balance(c, cls, k, err);
+}
+
+void heat_backend_mg_info(const heat_backend *b, heat_mg_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (b->ops->mg_info) b->ops->mg_info(b, info);
+}
+
+int heat_backend_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err)
+{
+    memset(t, 0, sizeof *t);
+    if (!b->ops->mg_bench) return not_offered(b, "multigrid timing", err);
+    return b->ops->mg_bench(b, runs, t, err);
 }
 
 /* The stats and samples of a backend that does not offer them: from a

@@ -108,6 +108,66 @@ void heat_backend_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3]);
 int heat_backend_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
                              heat_error *err);
 
+/* ---- multigrid (steady.method = "multigrid", implicit time.scheme) ----------
+ * For such a case (heat_case_multigrid) advance runs, instead of forward
+ * Euler steps, V-cycles of the steady solve (`steps` cycles; the residual is
+ * max |du/dt| = |div k grad u + q| / (rho c) of the field after the last
+ * cycle) or implicit steps, each one multigrid solve to
+ * solver.implicit_tolerance (the residual is max |u' - u| / dt of the last
+ * step, as for explicit runs). docs/ARCHITECTURE.md, "Multigrid". */
+
+#define HEAT_BACKEND_MG_LEVELS 64
+
+typedef struct heat_mg_info {
+    int64_t cycles;       /* steady: cycles run so far; implicit: the last step's solve */
+    int64_t total_cycles; /* every V-cycle of the run */
+    double reduction;     /* residual over the start's (steady) or the last step's first */
+    int stalled;          /* the last advance stopped at a step whose solve stalled */
+    int64_t steps_done;   /* cycles or steps the last advance completed */
+    int levels;
+    char text[256]; /* "V(2,2), Chebyshev smoother, 7 levels 513x513x513 ... 9x9x9 ..." */
+} heat_mg_info;
+
+/* Builds the level hierarchy, after heat_backend_set_classes where the case
+ * is general, before the first advance. HEAT_EINPUT (a deck error) when the
+ * steady problem is singular (no Dirichlet or convective face) and its
+ * sources and faces do not put in a net zero heat; HEAT_ERUNTIME when memory
+ * is short or the backend does not offer multigrid. */
+int heat_backend_mg_setup(heat_backend *b, heat_error *err);
+
+/* heat check: for a steady multigrid case whose problem is singular,
+ * HEAT_EINPUT when its heat input does not balance (what mg_setup would
+ * refuse); cls and k the grid's classes and tables (NULL when not general). */
+int heat_backend_mg_check(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err);
+
+/* What the last advance of a multigrid case did. */
+void heat_backend_mg_info(const heat_backend *b, heat_mg_info *info);
+
+/* heat bench --multigrid: one V-cycle's parts per level, timed on the
+ * backend's clock (medians of `runs` cycles run kernel by kernel), the whole
+ * cycle as the solver runs it, and a copy of the field for the ceiling. */
+typedef struct heat_mg_level_timing {
+    int64_t n[3];
+    double smooth_ms;    /* the level's 2 HEAT_MG_SWEEPS sweeps in one cycle */
+    double smooth_bytes; /* the least those sweeps must move through memory */
+    double restrict_ms;  /* the residual and its restriction to the next level */
+    double prolong_ms;   /* the correction from the next level */
+} heat_mg_level_timing;
+
+typedef struct heat_mg_timing {
+    int levels;
+    heat_mg_level_timing lv[HEAT_BACKEND_MG_LEVELS];
+    double coarse_ms; /* the coarsest level's direct solve */
+    double norms_ms;  /* max |du/dt| of the field */
+    double parts_ms;  /* the sum of the parts above */
+    double cycle_ms;  /* one whole cycle as the solver runs it (a CUDA graph on the GPU) */
+    double copy_ms, copy_bytes; /* a copy of the field, for the memory ceiling */
+    double reduction;           /* the residual's reduction per cycle over the timed cycles */
+} heat_mg_timing;
+
+int heat_backend_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err);
+
 /* ---- what history.csv and probes.csv read ---------------------------------- */
 
 /* The smallest, the largest and the sum of the field's values over the

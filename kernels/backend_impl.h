@@ -31,6 +31,11 @@ typedef struct heat_backend_ops {
     /* Optional (NULL: the dispatch downloads the field and computes them). */
     int (*field_stats)(heat_backend *b, double *min, double *max, double *sum, heat_error *err);
     int (*sample)(heat_backend *b, int n, const int64_t *index, double *values, heat_error *err);
+    /* Multigrid (NULL: not offered; a multigrid case is then refused at
+     * mg_setup). */
+    int (*mg_setup)(heat_backend *b, heat_error *err);
+    void (*mg_info)(const heat_backend *b, heat_mg_info *info);
+    int (*mg_bench)(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err);
 } heat_backend_ops;
 
 struct heat_backend {

@@ -18,6 +18,7 @@
 #include "output.h"
 #include "parallel.h"
 #include "progress.h"
+#include "run_state.h"
 #include "signals.h"
 
 const char *heat_stop_reason_text(heat_stop_reason r)
@@ -33,249 +34,10 @@ const char *heat_stop_reason_text(heat_stop_reason r)
         return "interrupted by a signal";
     case HEAT_STOP_STALLED:
         return "stopped: the residual stalled above steady.tolerance";
+    case HEAT_STOP_SOLVE_STALLED:
+        return "stopped: an implicit step's solve stalled above solver.implicit_tolerance";
     }
     return "?";
-}
-
-/* A run in progress: what the steps below share. */
-typedef struct run_state {
-    heat_case *c; /* the run's own copy: a restart changes dt and the step counts */
-    const heat_run_options *opt;
-    heat_backend *b;
-    heat_output *out;
-    heat_progress progress;
-    int64_t step;
-    int64_t last_snapshot, last_checkpoint;
-    double t0, last_checkpoint_wall;
-    int64_t chunk_max; /* grows to about 0.1 s of work per call */
-    double residual;
-    double best_residual;   /* the lowest residual of a steady check so far */
-    int64_t checks_no_best; /* steady checks since it was set */
-    /* A run over several ranks (NULL: one process). Every decision that
-     * changes what the ranks do next (stop, check, write, chunk size) is
-     * taken from values agreed by all of them. */
-    heat_par *par;
-    heat_part part;      /* this rank's box (the whole grid for one process) */
-    heat_h5dist *writer; /* the ranks' field-file writer */
-    uint8_t *material;   /* the material of each node of the part, for the files; or NULL */
-} run_state;
-
-/* Points of this rank's field: its box, or the whole grid. */
-static int64_t field_points(const run_state *s)
-{
-    return s->part.n[0] * s->part.n[1] * s->part.n[2];
-}
-
-/* Collective where the run has ranks: the agreed status and message. */
-static int agree(run_state *s, int rc, heat_error *err)
-{
-    return s->par ? heat_par_agree(s->par, rc, err) : rc;
-}
-
-/* ---- opening: a restart or the initial condition --------------------------- */
-
-typedef struct restart_file {
-    int have;
-    char path[HEAT_PATH_MAX + HEAT_NAME_MAX + 64];
-    heat_file_meta meta;
-} restart_file;
-
-/* What a restart trusts beyond the checksums: a dt within the stability
- * limit of the file's grid and diffusivity (the deck's, once they match),
- * and a step the deck has not passed. (A field that holds NaN or Inf the
- * readers refuse themselves.) */
-static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat_error *err)
-{
-    if (m->dt > c->d.dt_max * (1 + 1e-12))
-        return heat_error_set(err, HEAT_ERUNTIME,
-                              "corrupt: its dt = %.17g is above the stability limit dt_max = "
-                              "%.17g of its grid and diffusivity",
-                              m->dt, c->d.dt_max);
-    heat_case with_dt = *c;
-    int moved;
-    int rc = heat_case_keep_dt(&with_dt, m->dt, &moved, err);
-    if (rc) return rc;
-    const int64_t stop = with_dt.d.stop_step;
-    if (stop >= 0 && stop < m->step)
-        return heat_error_set(err, HEAT_EINPUT,
-                              "the file is at step %lld (t = %.9g), past the last step of this "
-                              "deck, %lld (%s): raise time.end or time.max_steps",
-                              (long long)m->step, m->time, (long long)stop,
-                              stop == with_dt.d.end_step ? "time.end" : "time.max_steps");
-    return HEAT_OK;
-}
-
-/* The materials, regions and sources of the file's deck must be the deck's
- * (a diffusivity's too: the file's may be several materials, the first of
- * that diffusivity): a run continues bit for bit only with the same physics. */
-static int check_physics(const heat_case *c, const heat_file_meta *m, heat_error *err)
-{
-    heat_case *fc = malloc(sizeof *fc);
-    if (!fc) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
-    heat_error diff;
-    heat_error_clear(&diff);
-    int rc = heat_deck_load_string(m->deck, "the file's deck", NULL, 0, fc, NULL, NULL, &diff);
-    if (rc)
-        heat_error_set(&diff, HEAT_EINPUT, "  its deck does not load: %s", diff.msg);
-    else
-        heat_case_same_physics(c, fc, &diff);
-    free(fc);
-    if (diff.code == HEAT_OK) return HEAT_OK;
-    return heat_error_set(err, HEAT_EINPUT,
-                          "the deck does not match the %s's materials, regions and sources (they "
-                          "must stay the same to continue a run):\n%s",
-                          heat_file_kind_name(m->kind), diff.msg);
-}
-
-/* Reads the metadata of `path`, checks it against the deck and reads the
- * field into `field`. A deck that does not match is HEAT_EINPUT with
- * *mismatch set; a file that cannot be used (damaged, or past the deck's
- * end) is HEAT_EINPUT or HEAT_ERUNTIME. Every message starts with "PATH: ". */
-static int load_restart(const run_state *s, const char *path, void *field, heat_file_meta *m,
-                        int *mismatch, heat_error *err)
-{
-    const heat_case *c = s->c;
-    *mismatch = 0;
-    int rc = heat_file_read_meta(path, m, err);
-    if (!rc) {
-        if ((rc = heat_file_check_case(m, c, err)) || (rc = check_physics(c, m, err)))
-            *mismatch = 1;
-        else if ((rc = check_restart_state(c, m, err)))
-            ;
-        else if (s->par)
-            rc =
-                heat_file_read_box(path, m, c->solver.precision, s->part.lo, s->part.n, field, err);
-        else
-            rc = heat_file_read_field(path, m, c->solver.precision, field, err);
-    }
-    /* Every rank read the same metadata; the boxes may differ in fortune. */
-    if (s->par) {
-        double mm = *mismatch;
-        rc = heat_par_agree(s->par, rc, err);
-        heat_par_max(s->par, &mm, 1);
-        *mismatch = rc && mm > 0;
-    }
-    if (rc) {
-        heat_error_prefix(err, "%s: ", path);
-        heat_file_meta_free(m);
-    }
-    return rc;
-}
-
-/* The checkpoints of the case in output.dir, newest first: rank 0 looks,
- * and every rank takes its list. */
-static int list_checkpoints(const run_state *s, int64_t **steps, size_t *n, heat_error *err)
-{
-    const heat_case *c = s->c;
-    int rc = heat_par_rank(s->par) == 0
-                 ? heat_output_list_checkpoints(c->output.dir, c->name, steps, n, err)
-                 : HEAT_OK;
-    if (!s->par) return rc;
-    if ((rc = heat_par_agree(s->par, rc, err))) return rc;
-    double count = (double)*n;
-    heat_par_bcast(s->par, &count, sizeof count);
-    if (heat_par_rank(s->par) != 0) {
-        *n = (size_t)count;
-        *steps = *n ? malloc(*n * sizeof **steps) : NULL;
-        if (*n && !*steps) heat_par_abort(s->par, 1, "out of memory");
-    }
-    if (*n) heat_par_bcast(s->par, *steps, *n * sizeof **steps);
-    return HEAT_OK;
-}
-
-/* --restart latest: the newest intact checkpoint of the case, falling back
- * to older ones (saying so) when damaged; none at all: the initial field. */
-static int restart_latest(const run_state *s, void *field, restart_file *r, heat_error *err)
-{
-    const heat_case *c = s->c;
-    const heat_run_options *opt = s->opt;
-    int64_t *steps = NULL;
-    size_t n = 0;
-    int rc = list_checkpoints(s, &steps, &n, err);
-    if (rc) return rc;
-    if (n == 0) {
-        if (opt->notices)
-            fprintf(opt->notices,
-                    "notice: --restart latest: no checkpoint in %s: starting from the initial "
-                    "condition\n",
-                    c->output.dir);
-        return HEAT_OK;
-    }
-    heat_error bad;
-    heat_error_clear(&bad);
-    int mismatch = 0;
-    for (size_t i = 0; i < n && !r->have && !mismatch; i++) {
-        heat_output_checkpoint_path(r->path, sizeof r->path, c->output.dir, c->name, steps[i]);
-        rc = load_restart(s, r->path, field, &r->meta, &mismatch, err);
-        r->have = rc == HEAT_OK;
-        if (rc && !mismatch) {
-            /* Damaged or past the end: say so and fall back to the next older one. */
-            heat_error_append(&bad, err->code, "  %s", err->msg);
-            if (opt->notices)
-                fprintf(opt->notices, "notice: --restart latest: %s%s\n", err->msg,
-                        i + 1 < n ? "; trying the next older checkpoint" : "");
-        }
-    }
-    free(steps);
-    if (mismatch) heat_error_prefix(err, "--restart ");
-    if (r->have || mismatch) return rc;
-    return heat_error_set(err, bad.code,
-                          "--restart latest: no intact checkpoint in %s that this deck can "
-                          "continue (%zu found, each damaged or past the deck's end):\n%s",
-                          c->output.dir, n, bad.msg);
-}
-
-/* The restarted run keeps the file's dt, so that it continues bit for bit. */
-static int adopt_restart_dt(heat_case *c, const restart_file *r, FILE *notices, heat_error *err)
-{
-    const double deck_dt = c->d.dt, deck_end = c->time.end;
-    int moved;
-    int rc = heat_case_keep_dt(c, r->meta.dt, &moved, err);
-    if (rc) return rc;
-    if (moved && notices)
-        fprintf(notices,
-                "notice: --restart: time.end = %.9g is not a whole number of steps of dt = %.9g: "
-                "the run stops at the first step past it, step %lld, t = %.9g\n",
-                deck_end, c->d.dt, (long long)c->d.end_step, c->time.end);
-    if (deck_dt != c->d.dt && notices)
-        fprintf(notices,
-                "notice: --restart: keeping the dt of %s, %.17g (this deck alone would use "
-                "%.17g), so that the run continues exactly\n",
-                r->path, c->d.dt, deck_dt);
-    return HEAT_OK;
-}
-
-/* The field the run starts from, in `field`, and its step in s->step. */
-static int start_field(run_state *s, void *field, restart_file *r, heat_error *err)
-{
-    heat_case *c = s->c;
-    const heat_run_options *opt = s->opt;
-    int rc = HEAT_OK;
-    memset(r, 0, sizeof *r);
-    if (opt->restart && strcmp(opt->restart, "latest") == 0) {
-        rc = restart_latest(s, field, r, err);
-    } else if (opt->restart) {
-        int mismatch;
-        snprintf(r->path, sizeof r->path, "%s", opt->restart);
-        rc = load_restart(s, r->path, field, &r->meta, &mismatch, err);
-        r->have = rc == HEAT_OK;
-        if (rc) heat_error_prefix(err, "--restart ");
-    }
-    if (rc) return rc;
-    if (r->have) {
-        s->step = r->meta.step;
-        /* Format 2 came with the fused multiply-add update (docs/FORMAT.md). */
-        if (r->meta.format_version < 2 && opt->notices)
-            fprintf(opt->notices,
-                    "notice: --restart: %s has format version %lld, written by a heat that "
-                    "updated with separate multiplies and adds; this one fuses them, so the "
-                    "continued run may differ from that heat's in the last bits\n",
-                    r->path, (long long)r->meta.format_version);
-        return adopt_restart_dt(c, r, opt->notices, err);
-    }
-    s->step = 0;
-    rc = heat_initial_fill_box(c, s->part.lo, s->part.n, field, opt->notices, err);
-    return agree(s, rc, err);
 }
 
 /* A steady tolerance below what the precision resolves at the start field's
@@ -284,6 +46,13 @@ static int start_field(run_state *s, void *field, restart_file *r, heat_error *e
 static void notice_floor(const run_state *s, const void *field)
 {
     const heat_case *c = s->c;
+    const double eps = 0x1p-23;
+    if (heat_case_implicit(c) && c->solver.precision == HEAT_FLOAT &&
+        c->solver.implicit_tolerance < 16 * eps && s->opt->notices)
+        fprintf(s->opt->notices,
+                "notice: solver.implicit_tolerance = %.3g lies below what float resolves (about "
+                "16 eps = %.2g relative): each step's solve ends at the rounding floor instead\n",
+                c->solver.implicit_tolerance, 16 * eps);
     if (!c->steady.enabled) return;
     double umax = heat_field_max_abs(c, field, field_points(s));
     heat_par_max(s->par, &umax, 1);
@@ -321,9 +90,6 @@ static int create_backend(run_state *s, heat_error *err)
     return agree(s, rc, err);
 }
 
-/* The variable-coefficient update: the classes of the box the backend
- * holds, painted here, and the tables (collective). Regions that contain no
- * node of the whole grid are said once. */
 /* The material index of the part's nodes (s->part), cut from the classes
  * of the class box [lo, lo + n), for the field files. */
 static int keep_material(run_state *s, const uint8_t *cls, const heat_classes *t,
@@ -342,6 +108,9 @@ static int keep_material(run_state *s, const uint8_t *cls, const heat_classes *t
     return HEAT_OK;
 }
 
+/* The variable-coefficient update: the classes of the box the backend
+ * holds, painted here, and the tables (collective). Regions that contain no
+ * node of the whole grid are said once. */
 static int setup_classes(run_state *s, heat_error *err)
 {
     const heat_case *c = s->c;
@@ -368,12 +137,32 @@ static int setup_classes(run_state *s, heat_error *err)
     return HEAT_OK;
 }
 
+/* Multigrid: one process in this version (the coarse levels do not yet
+ * gather onto fewer ranks); the hierarchy, whose build may refuse the deck. */
+static int setup_multigrid(run_state *s, heat_error *err)
+{
+    if (!heat_case_multigrid(s->c)) return HEAT_OK;
+    if (s->par)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "%s runs in one process in this version: start it without mpirun "
+                              "(or with -np 1), or use the explicit method",
+                              heat_case_steady_multigrid(s->c)
+                                  ? "steady.method = \"multigrid\""
+                                  : "an implicit time.scheme (multigrid)");
+    return heat_backend_mg_setup(s->b, err);
+}
+
 /* A row of history.csv at s->step: the residual (NaN: none) and the field's
  * minimum, maximum and mean over every rank. */
 static int history_row(run_state *s, double residual, double wall, heat_error *err)
 {
     const heat_case *c = s->c;
-    heat_history_row r = {s->step, heat_case_time(c, s->step), residual, wall, NAN, NAN, NAN};
+    heat_history_row r = {s->step, heat_case_time(c, s->step), residual, wall, NAN, NAN, NAN, NAN,
+                          -1};
+    if (heat_case_multigrid(c) && !isnan(residual)) {
+        r.reduction = s->mg.reduction;
+        r.cycles = s->mg.cycles;
+    }
     double mm[2] = {0, 0}, sum = 0;
     int rc = heat_backend_field_stats(s->b, &mm[0], &mm[1], &sum, err);
     rc = agree(s, rc, err);
@@ -454,10 +243,11 @@ static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, 
               : heat_error_set(err, HEAT_ERUNTIME, "cannot allocate %.3g GB for the initial field",
                                (double)bytes / 1e9);
     rc = agree(s, rc, err);
-    if (!rc) rc = start_field(s, field, &r, err);
+    if (!rc) rc = heat_run_start_field(s, field, &r, err);
     if (!rc) notice_floor(s, field);
     if (!rc) rc = create_backend(s, err);
     if (!rc) rc = setup_classes(s, err);
+    if (!rc) rc = setup_multigrid(s, err);
     if (!rc) rc = collective_or_abort(s, heat_backend_upload(s->b, field, err), err);
     free(field);
     if (!rc) rc = open_output(s, deck_text, mode, err);
@@ -531,10 +321,20 @@ static int run_chunk(run_state *s, int64_t due, int *check, double *wall, int *s
     const int64_t next = s->step + chunk;
     *check = next % c->d.check_every == 0 || next == c->d.stop_step;
     const double a0 = heat_wall_seconds();
-    int rc = heat_backend_advance(s->b, chunk, *check ? &s->residual : NULL, err);
+    /* Implicit steps always say their residual: a step whose solve stalls
+     * ends the chunk there and is checked. */
+    const int implicit = heat_case_implicit(c);
+    int rc = heat_backend_advance(s->b, chunk, *check || implicit ? &s->residual : NULL, err);
     if (collective_or_abort(s, rc, err)) return rc;
     const double a1 = heat_wall_seconds();
     s->step = next;
+    if (heat_case_multigrid(c)) {
+        heat_backend_mg_info(s->b, &s->mg);
+        if (s->mg.stalled) {
+            s->step = next - chunk + s->mg.steps_done;
+            *check = 1;
+        }
+    }
     double v[4] = {a1 - a0, a1 - s->t0, *check ? s->residual : 0, heat_signals_caught()};
     heat_par_max(s->par, v, 4);
     if (*check) s->residual = v[2];
@@ -577,7 +377,16 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
     int rc = history_row(s, s->residual, wall, err);
     if (!rc) rc = probes_row(s, err);
     *stop = -1;
-    if (c->steady.enabled && s->step % c->steady.check_every == 0) {
+    if (s->mg.stalled) {
+        *stop = HEAT_STOP_SOLVE_STALLED;
+        if (s->opt->notices)
+            fprintf(s->opt->notices,
+                    "notice: step %lld: its multigrid solve stopped improving after %lld V-cycles "
+                    "with the residual reduced by %.3g, not by solver.implicit_tolerance = %.3g, "
+                    "and above what rounding in %s leaves\n",
+                    (long long)s->step, (long long)s->mg.cycles, s->mg.reduction,
+                    c->solver.implicit_tolerance, heat_precision_name(c->solver.precision));
+    } else if (c->steady.enabled && s->step % c->d.check_every == 0) {
         if (s->residual <= c->steady.tolerance)
             *stop = HEAT_STOP_STEADY;
         else if (stalled(s))
@@ -715,6 +524,13 @@ static void summary(run_state *s, heat_run_result *res)
     res->glups = res->wall > 0 ? updates / res->wall / 1e9 : 0;
     res->gbps = res->glups * 2.0 * (double)heat_case_value_size(c);
     res->files = heat_output_files_written(s->out);
+    if (heat_case_multigrid(c)) {
+        heat_mg_info mi;
+        heat_backend_mg_info(s->b, &mi);
+        res->mg_cycles = mi.total_cycles;
+        res->mg_reduction = mi.reduction;
+        snprintf(res->mg_text, sizeof res->mg_text, "%s", mi.text);
+    }
     if (s->opt->quiet) return;
     FILE *out = s->opt->out;
     int64_t snaps, ckpts;
@@ -728,6 +544,9 @@ static void summary(run_state *s, heat_run_result *res)
             res->final_time - heat_case_time(c, res->start_step), res->wall, res->glups, res->gbps);
     if (!isnan(res->last_residual))
         fprintf(out, "  last residual max|du/dt| = %.6e\n", res->last_residual);
+    if (heat_case_multigrid(c))
+        fprintf(out, "  multigrid: %lld V-cycles%s; %s\n", (long long)res->mg_cycles,
+                heat_case_implicit(c) ? " in all" : "", res->mg_text);
     if (res->ranks > 1) {
         fprintf(out, "  ranks %d, split %d x %d x %d, halos %d deep over %s, files %s\n",
                 res->ranks, res->split[0], res->split[1], res->split[2], res->halo_depth,

@@ -17,11 +17,12 @@
 #include "output.h"
 
 typedef enum {
-    HEAT_STOP_END,       /* t reached time.end */
-    HEAT_STOP_MAX_STEPS, /* the step number reached time.max_steps */
-    HEAT_STOP_STEADY,    /* max |du|/dt fell to steady.tolerance */
-    HEAT_STOP_SIGNAL,    /* SIGINT or SIGTERM */
-    HEAT_STOP_STALLED,   /* the residual set no new low in steady.stall_checks checks */
+    HEAT_STOP_END,           /* t reached time.end */
+    HEAT_STOP_MAX_STEPS,     /* the step number reached time.max_steps */
+    HEAT_STOP_STEADY,        /* max |du|/dt fell to steady.tolerance */
+    HEAT_STOP_SIGNAL,        /* SIGINT or SIGTERM */
+    HEAT_STOP_STALLED,       /* the residual set no new low in steady.stall_checks checks */
+    HEAT_STOP_SOLVE_STALLED, /* an implicit step's multigrid solve stopped above its tolerance */
 } heat_stop_reason;
 
 typedef struct heat_run_options {
@@ -53,6 +54,10 @@ typedef struct heat_run_result {
     double halo_exposed; /* waiting for halos, not hidden by compute */
     double halo_pack, halo_transfer, halo_unpack;
     char transport[96], writer[96];
+    /* Multigrid (steady.method = "multigrid", implicit time.scheme). */
+    int64_t mg_cycles;   /* V-cycles in all */
+    double mg_reduction; /* the last solve's: residual over its start's */
+    char mg_text[256];   /* the hierarchy, heat_mg_info.text */
 } heat_run_result;
 
 /* Runs the case (already derived with heat_case_derive). The output buffers

@@ -664,7 +664,7 @@ static void test_run_probes_and_history(void **state)
     assert_true(strstr(probes, "\n0,") == NULL);
     /* history.csv: step 0 is the initial field with the face set: 121 of
      * 1331 nodes at 100, the rest at 20. */
-    starts_with(hist, "step,time,residual,wall_seconds,min,max,mean\n");
+    starts_with(hist, "step,time,residual,wall_seconds,min,max,mean,reduction,cycles\n");
     row = csv_row(hist, 0);
     assert_true(isnan(csv_field(row, 2)));
     assert_true(csv_field(row, 4) == 20.0 && csv_field(row, 5) == 100.0);

@@ -34,7 +34,8 @@ static void test_run_default_deck(void **state)
     EXPECT_OUT(&r, "out/default");
     result_free(&r);
     char *csv = read_in(dir, "out/default/history.csv");
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds,min,max,mean\n", 45) == 0);
+    assert_true(
+        strncmp(csv, "step,time,residual,wall_seconds,min,max,mean,reduction,cycles\n", 62) == 0);
     assert_true(last_history_row(csv, NULL, NULL) > 0);
     free(csv);
 }
@@ -171,7 +172,8 @@ static void restart_latest_without_checkpoint(const char *dir)
     EXPECT_OUT(&r, "steps 16 (from 0)");
     result_free(&r);
     char *csv = read_in(dir, "res/history.csv");
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds,min,max,mean\n0,0,,", 49) == 0);
+    assert_true(strncmp(csv, "step,time,residual,wall_seconds,min,max,mean,reduction,cycles\n0,0,,",
+                        67) == 0);
     assert_int_equal(last_history_row(csv, NULL, NULL), 16);
     free(csv);
     assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
@@ -312,7 +314,8 @@ static void test_stop_at_end_time(void **state)
     result_free(&r);
     double t, res;
     char *csv = read_in(dir, "res/history.csv");
-    assert_true(strncmp(csv, "step,time,residual,wall_seconds,min,max,mean\n", 45) == 0);
+    assert_true(
+        strncmp(csv, "step,time,residual,wall_seconds,min,max,mean,reduction,cycles\n", 62) == 0);
     assert_int_equal(last_history_row(csv, &t, &res), 16);
     assert_true(t == 0.01);
     assert_true(res > 0);

@@ -90,6 +90,8 @@ typedef struct cpu_state {
     size_t bytes;
     uint8_t *cls; /* the classes of the grid (general cases) */
     cpu_gen *gen;
+    heat_coeffs k; /* the classes' tables (general cases; k.w not kept) */
+    cpu_mg *mg;    /* multigrid (heat_case_multigrid) */
 } cpu_state;
 
 static int cpu_upload(heat_backend *b, const void *host, heat_error *err)
@@ -174,6 +176,10 @@ static int cpu_advance(heat_backend *b, int64_t steps, double *residual, heat_er
 {
     cpu_state *s = b->impl;
     const heat_case *c = b->c;
+    if (heat_case_multigrid(c)) {
+        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: multigrid not set up");
+        return heat_cpu_mg_advance(s->mg, steps, residual, err);
+    }
     cpu_box g = grid_box(c);
     if (c->d.general) {
         if (!s->gen) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no material classes");
@@ -203,6 +209,7 @@ static void cpu_destroy(heat_backend *b)
         free(s->u);
         free(s->v);
         free(s->scratch);
+        heat_cpu_mg_destroy(s->mg);
         free(s->cls);
         heat_cpu_gen_destroy(s->gen);
         free(s);
@@ -308,7 +315,42 @@ static int cpu_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeff
     heat_cpu_gen_destroy(s->gen);
     s->cls = copy;
     s->gen = t;
+    s->k = *k;
+    s->k.w = NULL;
     return HEAT_OK;
+}
+
+static int cpu_mg_setup(heat_backend *b, heat_error *err)
+{
+    cpu_state *s = b->impl;
+    heat_cpu_mg_destroy(s->mg);
+    s->mg = NULL;
+    return heat_cpu_mg_create(b->c, s->u, s->v, s->cls, s->cls ? &s->k : NULL, &s->mg, err);
+}
+
+static void cpu_mg_info(const heat_backend *b, heat_mg_info *info)
+{
+    const cpu_state *s = b->impl;
+    if (s->mg) heat_cpu_mg_info(s->mg, info);
+}
+
+static int cpu_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err)
+{
+    cpu_state *s = b->impl;
+    if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: multigrid not set up");
+    if (!s->scratch && !(s->scratch = malloc(s->bytes)))
+        return heat_error_set(err, HEAT_ERUNTIME, "heat bench: cannot allocate the copy's %.3g GB",
+                              (double)s->bytes / 1e9);
+    double tc[5];
+    for (int r = 0; r < 5; r++) tc[r] = time_copy(s->scratch, s->u, s->bytes);
+    t->copy_ms = 1e3 * heat_cpu_median(tc, 5);
+    t->copy_bytes = 2.0 * (double)s->bytes;
+    int rc = heat_cpu_mg_bench(s->mg, runs, t, err);
+    if (rc) return rc;
+    const double t0 = heat_cpu_seconds();
+    rc = heat_cpu_mg_advance(s->mg, 1, NULL, err);
+    t->cycle_ms = 1e3 * (heat_cpu_seconds() - t0);
+    return rc;
 }
 
 /* Over n values of the field (the precision's): min, max and sum; and the
@@ -363,7 +405,10 @@ static const heat_backend_ops cpu_ops = {.upload = cpu_upload,
                                          .class_box = cpu_class_box,
                                          .set_classes = cpu_set_classes,
                                          .field_stats = cpu_field_stats,
-                                         .sample = cpu_sample};
+                                         .sample = cpu_sample,
+                                         .mg_setup = cpu_mg_setup,
+                                         .mg_info = cpu_mg_info,
+                                         .mg_bench = cpu_mg_bench};
 
 int heat_cpu_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
 {

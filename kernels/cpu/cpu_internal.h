@@ -52,6 +52,18 @@ int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scr
                         const void *u, size_t bytes, int steps, int runs, double *copy_ms,
                         double *steps_ms, heat_error *err);
 
+/* Multigrid on the CPU (cpu_mg.c, kernels/mg.h): the hierarchy of the case
+ * over the field's two buffers u (the field) and v, with the grid's classes
+ * and tables (NULL for a case that is not general; cls is borrowed). */
+typedef struct cpu_mg cpu_mg;
+int heat_cpu_mg_create(const heat_case *c, void *u, void *v, const uint8_t *cls,
+                       const heat_coeffs *k, cpu_mg **out, heat_error *err);
+/* Cycles of the steady solve or implicit steps on the field in u (backend.h). */
+int heat_cpu_mg_advance(cpu_mg *g, int64_t steps, double *residual, heat_error *err);
+void heat_cpu_mg_info(const cpu_mg *g, heat_mg_info *info);
+int heat_cpu_mg_bench(cpu_mg *g, int runs, heat_mg_timing *t, heat_error *err);
+void heat_cpu_mg_destroy(cpu_mg *g);
+
 /* The distributed CPU backend (cpu_part.c): the part of `part` with its
  * ghost layers, halos through `comm`. */
 int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,

@@ -14,6 +14,8 @@
 #include <algorithm>
 
 #include "general.cuh"
+#include "cuda_mg.h"
+#include "stencil.cuh"
 
 static_assert(HEAT_CUDA_TEMPORAL_MAX == HEAT_TEMPORAL_BLOCK_MAX,
               "the kernels serve every depth the deck accepts");
@@ -55,6 +57,11 @@ typedef struct cuda_state {
     int general;
     heat_general_args<float> gf;
     heat_general_args<double> gd;
+    cuda_mg *mg; /* multigrid (heat_case_multigrid), k_mg.cu */
+    /* A general multigrid case: the host's classes and tables, which the
+     * hierarchy borrows (kernels/mg.h). */
+    uint8_t *h_cls;
+    heat_coeffs h_k;
 } cuda_state;
 
 static int env_int(const char *name, int fallback)
@@ -244,6 +251,10 @@ static void cuda_host_free(heat_backend *b, void *p)
 static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
+    if (heat_case_multigrid(b->c)) {
+        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+        return heat_cuda_mg_advance(s->mg, steps, residual, err);
+    }
     if (b->c->d.general && !s->general)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
     /* Passes of `depth` fused steps; the last pass fuses what remains, so a
@@ -277,6 +288,7 @@ static void cuda_destroy(heat_backend *b)
     if (!b) return;
     cuda_state *s = (cuda_state *)b->impl;
     if (s) {
+        heat_cuda_mg_destroy(s->mg);
         cudaFree(s->u);
         cudaFree(s->v);
         cudaFree(s->scratch);
@@ -284,6 +296,7 @@ static void cuda_destroy(heat_backend *b)
         cudaFreeHost(s->h_resid);
         cudaFree(s->d_cls);
         cudaFree(s->d_tab);
+        free(s->h_cls);
         for (int i = 0; i < 4; i++)
             if (s->ev[i]) cudaEventDestroy(s->ev[i]);
         if (s->stream) cudaStreamDestroy(s->stream);
@@ -312,6 +325,49 @@ static const heat_backend_ops cuda_ops = {cuda_upload,
                                           nullptr /* bench_halo */,
                                           nullptr /* class_box */,
                                           cuda_set_classes};
+
+/* Multigrid (k_mg.cu): the same table with its operations. */
+static int cuda_mg_setup(heat_backend *b, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    heat_cuda_mg_destroy(s->mg);
+    s->mg = nullptr;
+    if (b->c->d.general && !s->h_cls)
+        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
+    return heat_cuda_mg_create(b->c, s->u, s->v, s->stream, s->h_cls, s->h_cls ? &s->h_k : nullptr,
+                               &s->mg, err);
+}
+
+static void cuda_mg_info(const heat_backend *b, heat_mg_info *info)
+{
+    const cuda_state *s = (const cuda_state *)b->impl;
+    if (s->mg) heat_cuda_mg_info(s->mg, info);
+}
+
+static int cuda_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+    return heat_cuda_mg_bench(s->mg, runs, t, err);
+}
+
+static int cuda_mg_field_stats(heat_backend *b, double *min, double *max, double *sum,
+                               heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+    return heat_cuda_mg_field_stats(s->mg, min, max, sum, err);
+}
+
+static heat_backend_ops with_multigrid(heat_backend_ops o)
+{
+    o.mg_setup = cuda_mg_setup;
+    o.mg_info = cuda_mg_info;
+    o.mg_bench = cuda_mg_bench;
+    o.field_stats = cuda_mg_field_stats;
+    return o;
+}
+static const heat_backend_ops cuda_ops_mg = with_multigrid(cuda_ops);
 
 /* A kernel of each family, to ask whether this binary has code for the GPU. */
 __global__ void heat_cuda_probe_kernel(int *p)
@@ -431,7 +487,7 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
         free(s);
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of host memory");
     }
-    b->ops = &cuda_ops;
+    b->ops = heat_case_multigrid(c) ? &cuda_ops_mg : &cuda_ops;
     b->c = c;
     b->impl = s;
     s->bytes = bytes;
@@ -617,6 +673,18 @@ static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
     cuda_state *s = (cuda_state *)b->impl;
     const heat_case *c = b->c;
     const size_t n = (size_t)c->d.points;
+    if (heat_case_multigrid(c)) {
+        /* Multigrid builds its own operator from these (cuda_mg_setup). */
+        uint8_t *copy = (uint8_t *)malloc(n);
+        if (!copy) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory for the classes");
+        memcpy(copy, cls, n);
+        free(s->h_cls);
+        s->h_cls = copy;
+        s->h_k = *k;
+        s->h_k.w = nullptr;
+        s->general = 1;
+        return HEAT_OK;
+    }
     if (!s->d_cls) {
         cudaError_t e = cudaMalloc(&s->d_cls, n);
         if (e != cudaSuccess) {

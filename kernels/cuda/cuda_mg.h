@@ -1,0 +1,39 @@
+/* Multigrid on the CUDA backend (k_mg.cu): the hierarchy of kernels/mg.h on
+ * the GPU, its level kernels behind heat_mg_ops, and the V-cycle replayed
+ * as one CUDA graph. For cuda_backend.cu only. */
+#ifndef HEAT_CUDA_MG_H
+#define HEAT_CUDA_MG_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "backend_impl.h"
+}
+
+typedef struct cuda_mg cuda_mg;
+
+/* The hierarchy of the case over the field's two device buffers u (the
+ * field) and v, its kernels on `stream`; cls and k: the classes of the grid
+ * on the host and their tables (NULL for a case that is not general).
+ * HEAT_EINPUT for a singular problem that does not balance (mg.h),
+ * HEAT_ERUNTIME when memory is short or a CUDA call fails. */
+int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t stream,
+                        const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err);
+
+/* Cycles of the steady solve or implicit steps on the field (backend.h). */
+int heat_cuda_mg_advance(cuda_mg *g, int64_t steps, double *residual, heat_error *err);
+
+void heat_cuda_mg_info(const cuda_mg *g, heat_mg_info *info);
+
+/* heat bench --multigrid: the parts per level with CUDA events, the cycle as
+ * a graph replay, and a device copy of the field. */
+int heat_cuda_mg_bench(cuda_mg *g, int runs, heat_mg_timing *t, heat_error *err);
+
+/* The field's minimum, maximum and sum (history.csv) from one pass on the
+ * GPU instead of a download; the sum's order is the GPU's. */
+int heat_cuda_mg_field_stats(cuda_mg *g, double *min, double *max, double *sum, heat_error *err);
+
+void heat_cuda_mg_destroy(cuda_mg *g);
+
+#endif

@@ -1,0 +1,879 @@
+/* Multigrid on the GPU: the level kernels of kernels/mg.h and the state
+ * that runs them (cuda_mg.h).
+ *
+ * Every kernel repeats the CPU backend's arithmetic (cpu/cpu_mg.inc) node by
+ * node, in the same order and with the same operator (kernels/mg_point.inc,
+ * compiled here with --fmad=false), so the two agree bit for bit; the only
+ * sum over nodes, the weighted mean of a singular problem, is reduced with
+ * atomics here and row by row on the CPU, which agree to rounding (about
+ * 1e-16 relative).
+ *
+ * Stencil passes (sweeps, the residual, the implicit right-hand side, the
+ * norms) run one thread per node of a (32 x 8) tile of an x-y plane, marching
+ * along z through a run of planes: the centre column's z neighbours stay in
+ * registers from one plane to the next, the x and y neighbours come through
+ * the L1 cache from the neighbouring threads' loads. Coarse levels are
+ * latency-bound, so the whole V-cycle (about 6 launches per level) is
+ * captured once as a CUDA graph and replayed.
+ */
+#include "cuda_mg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "stencil.cuh"
+
+extern "C" {
+#include "mg.h"
+}
+
+#define MG_T   float
+#define MG_SFX f
+#define MG_FN  static __device__ __forceinline__
+#include "mg_point.inc"
+#undef MG_T
+#undef MG_SFX
+#define MG_T   double
+#define MG_SFX d
+#include "mg_point.inc"
+#undef MG_T
+#undef MG_SFX
+#undef MG_FN
+
+#define MG_CUDA_CHECK(call)                                                                        \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s failed (%s:%d): %s: %s", \
+                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
+                                  cudaGetErrorString(e_));                                         \
+    } while (0)
+
+/* The operator's pieces by precision. */
+static __device__ __forceinline__ float resid(float b, float dg, float c, const float nb[6],
+                                              const float t[6], float *diag)
+{
+    return heat_mg_resid_f(b, dg, c, nb, t, diag);
+}
+static __device__ __forceinline__ double resid(double b, double dg, double c, const double nb[6],
+                                               const double t[6], double *diag)
+{
+    return heat_mg_resid_d(b, dg, c, nb, t, diag);
+}
+static __device__ __forceinline__ float sweep_value(int up, float c, float prev, float q, float c0,
+                                                    float c1)
+{
+    return heat_mg_sweep_value_f(up, c, prev, q, c0, c1);
+}
+static __device__ __forceinline__ double sweep_value(int up, double c, double prev, double q,
+                                                     double c0, double c1)
+{
+    return heat_mg_sweep_value_d(up, c, prev, q, c0, c1);
+}
+static __device__ __forceinline__ float face(float k, float ih, float va, float vb)
+{
+    return heat_mg_face_f(k, ih, va, vb);
+}
+static __device__ __forceinline__ double face(double k, double ih, double va, double vb)
+{
+    return heat_mg_face_d(k, ih, va, vb);
+}
+static __device__ __forceinline__ float rhs_value(float c, float ac, float m, float ct, float b0)
+{
+    return heat_mg_rhs_f(c, ac, m, ct, b0);
+}
+static __device__ __forceinline__ double rhs_value(double c, double ac, double m, double ct,
+                                                   double b0)
+{
+    return heat_mg_rhs_d(c, ac, m, ct, b0);
+}
+
+/* ---- device views ----------------------------------------------------------------- */
+
+template <typename T> struct mgd_level {
+    int n[3];
+    T *x0, *x1, *b;            /* b NULL: zero */
+    const T *t[3], *dg;        /* coarse levels; dg NULL: zero */
+    const T *v[3], *ih[3];     /* axes */
+    const int *pp[3], *pr[3];  /* prolongation (this level's nodes) and restriction tables */
+    const T *wp[3], *wr[3];
+    int held[3][2];
+    T cheb[2 * HEAT_MG_SWEEPS][2];
+};
+
+/* The finest level's tables and arrays. */
+template <typename T> struct mgd_fine {
+    const T *kf, *rhoc, *mdt;
+    const unsigned char *cls, *mat; /* cls NULL: material 0 */
+    const T *dg0, *b0;
+    T *keep;
+    T ct;
+    int nmat;
+};
+
+/* What a pass of the stencil does at each node. */
+enum { P_SMOOTH, P_RESID, P_RHS, P_NORMS };
+
+struct mg_norms {
+    unsigned long long rmax, umax; /* |values| as ordered bits (stencil.cuh's trick) */
+    double wsum;
+    /* The field's smallest and largest value as ordered bits of any sign
+     * (ordered()), and its sum: history.csv's columns without a download. */
+    unsigned long long lo, hi;
+    double sum;
+};
+
+/* A double's bits in the unsigned order of its value (negatives flipped). */
+__device__ __forceinline__ unsigned long long ordered(double v)
+{
+    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+    return b >> 63 ? ~b : b | (1ull << 63);
+}
+static double unordered(unsigned long long o)
+{
+    const unsigned long long b = o >> 63 ? o & ~(1ull << 63) : ~o;
+    double v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+__device__ __forceinline__ int wrapm(int i, int n)
+{
+    return i == 0 ? n - 1 : i - 1;
+}
+__device__ __forceinline__ int wrapp(int i, int n)
+{
+    return i == n - 1 ? 0 : i + 1;
+}
+
+template <typename T>
+__device__ __forceinline__ bool held_at(const mgd_level<T> &L, int i, int j, int k)
+{
+    return (i == 0 && L.held[0][0]) || (i == L.n[0] - 1 && L.held[0][1]) ||
+           (j == 0 && L.held[1][0]) || (j == L.n[1] - 1 && L.held[1][1]) ||
+           (k == 0 && L.held[2][0]) || (k == L.n[2] - 1 && L.held[2][1]);
+}
+
+template <typename T>
+__device__ __forceinline__ unsigned long long abs_bits(T v)
+{
+    return (unsigned long long)__double_as_longlong(fabs((double)v));
+}
+
+/* b - A x at node (i, j, k) of level L (L0: the finest, its T from the
+ * tables), x's centre and z neighbours given; diag returned. The order is
+ * cpu_mg.inc's mg_at. */
+template <typename T, bool L0>
+__device__ __forceinline__ T point_resid(const mgd_level<T> &L, const mgd_fine<T> &F, const T *x,
+                                         bool zero, T b, int i, int j, int k, long long p, T c,
+                                         T zm, T zp, T &diag)
+{
+    const int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
+    const int im = wrapm(i, n0), ip = wrapp(i, n0), jm = wrapm(j, n1), jp = wrapp(j, n1);
+    const int km = wrapm(k, n2);
+    const long long sy = n0, sz = (long long)n0 * n1;
+    const long long q0 = p + (im - i), q1 = p + (ip - i), q2 = p + (jm - j) * sy,
+                    q3 = p + (jp - j) * sy, q4 = p + (km - k) * sz;
+    T t[6], nb[6];
+    if (!L0) {
+        t[0] = L.t[0][q0], t[1] = L.t[0][p], t[2] = L.t[1][q2], t[3] = L.t[1][p];
+        t[4] = L.t[2][q4], t[5] = L.t[2][p];
+    } else {
+        const unsigned char *cl = F.cls;
+        const int M = F.nmat;
+        const long long q5 = p + (wrapp(k, n2) - k) * sz;
+        const int a = cl ? F.mat[cl[p]] : 0;
+        const int m0 = cl ? F.mat[cl[q0]] : 0, m1 = cl ? F.mat[cl[q1]] : 0;
+        const int m2 = cl ? F.mat[cl[q2]] : 0, m3 = cl ? F.mat[cl[q3]] : 0;
+        const int m4 = cl ? F.mat[cl[q4]] : 0, m5 = cl ? F.mat[cl[q5]] : 0;
+        const T vx = L.v[0][i], vy = L.v[1][j], vz = L.v[2][k];
+        t[0] = face(F.kf[m0 * M + a], L.ih[0][im], vy, vz);
+        t[1] = face(F.kf[a * M + m1], L.ih[0][i], vy, vz);
+        t[2] = face(F.kf[m2 * M + a], L.ih[1][jm], vx, vz);
+        t[3] = face(F.kf[a * M + m3], L.ih[1][j], vx, vz);
+        t[4] = face(F.kf[m4 * M + a], L.ih[2][km], vx, vy);
+        t[5] = face(F.kf[a * M + m5], L.ih[2][k], vx, vy);
+    }
+    if (zero) {
+        for (int e = 0; e < 6; e++) nb[e] = T(0);
+    } else {
+        nb[0] = x[q0], nb[1] = x[q1], nb[2] = x[q2], nb[3] = x[q3], nb[4] = zm, nb[5] = zp;
+    }
+    const T *dgp = L0 ? F.dg0 : L.dg;
+    const T dg = dgp ? dgp[p] : T(0);
+    return resid(b, dg, zero ? T(0) : c, nb, t, &diag);
+}
+
+/* One pass over level L: tiles of (32 x 8) nodes of an x-y plane, each
+ * thread marching along z through planes k0 .. k1 - 1 of its column. */
+template <typename T, bool L0, int PASS>
+__global__ void __launch_bounds__(256) mg_pass_kernel(const mgd_level<T> L, const mgd_fine<T> F,
+                                                      int sweep, int zero, int kchunk,
+                                                      mg_norms *norms)
+{
+    const int i = blockIdx.x * 32 + threadIdx.x, j = blockIdx.y * 8 + threadIdx.y;
+    const bool in = i < L.n[0] && j < L.n[1];
+    const int n2 = L.n[2], k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
+    const long long sz = (long long)L.n[0] * L.n[1];
+    const T *x = PASS == P_SMOOTH && sweep % 2 ? L.x1 : L.x0;
+    T *out = PASS == P_SMOOTH ? (sweep % 2 ? L.x0 : L.x1) : L.x1;
+    const T c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
+    const bool z0 = PASS == P_SMOOTH && zero && sweep == 0;
+    unsigned long long rm = 0, um = 0, lo = ~0ull, hi = 0;
+    double ws = 0, sum = 0;
+    if (in && k0 < k1) {
+        const long long col = (long long)j * L.n[0] + i;
+        T zm = z0 ? T(0) : x[col + (long long)wrapm(k0, n2) * sz];
+        T c = z0 ? T(0) : x[col + (long long)k0 * sz];
+        for (int k = k0; k < k1; k++) {
+            const long long p = col + (long long)k * sz;
+            const T zp = z0 ? T(0) : x[col + (long long)wrapp(k, n2) * sz];
+            if (PASS == P_NORMS) {
+                um = max(um, abs_bits(c));
+                lo = min(lo, ordered((double)c));
+                hi = max(hi, ordered((double)c));
+                sum += (double)c;
+            }
+            if (PASS == P_RHS && F.keep) F.keep[p] = c;
+            if (!held_at(L, i, j, k)) {
+                T diag;
+                /* the right-hand side's pass evaluates -A c: b taken as 0 */
+                const T b = PASS == P_RHS || !L.b ? T(0) : L.b[p];
+                const T r = point_resid<T, L0>(L, F, x, z0, b, i, j, k, p, c, zm, zp, diag);
+                if (PASS == P_SMOOTH) {
+                    const bool up = c0 != T(0);
+                    const T prev = !up || zero ? T(0) : out[p];
+                    out[p] = sweep_value(up, c, prev, r / diag, c0, c1);
+                } else if (PASS == P_RESID) {
+                    out[p] = r;
+                } else if (PASS == P_RHS) {
+                    /* b was zero for this pass: r = -(A c) */
+                    const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
+                    const int a = F.cls ? F.mat[F.cls[p]] : 0;
+                    L.b[p] = rhs_value(c, -r, F.mdt[a] * vol, F.ct, F.b0 ? F.b0[p] : T(0));
+                } else {
+                    const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
+                    const T rc = F.rhoc[F.cls ? F.mat[F.cls[p]] : 0];
+                    rm = max(rm, abs_bits(r / (rc * vol)));
+                    ws += (double)(rc * vol) * (double)c;
+                }
+            }
+            zm = c;
+            c = zp;
+        }
+    }
+    if (PASS == P_NORMS) {
+        hk_block_max(rm, &norms->rmax);
+        __syncthreads(); /* hk_block_max's shared slots, used again */
+        hk_block_max(um, &norms->umax);
+        for (int o = 16; o > 0; o >>= 1) {
+            ws += __shfl_xor_sync(0xffffffffu, ws, o);
+            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+        }
+        if ((threadIdx.x & 31) == 0) {
+            if (ws != 0) atomicAdd(&norms->wsum, ws);
+            if (sum != 0) atomicAdd(&norms->sum, sum);
+            if (in) atomicMin(&norms->lo, lo), atomicMax(&norms->hi, hi);
+        }
+    }
+}
+
+/* b of level l + 1 = R r, r in level l's x1: one thread per coarse node,
+ * cpu_mg.inc's order. */
+template <typename T>
+__global__ void mg_restrict_kernel(const mgd_level<T> F, const mgd_level<T> C, long long points)
+{
+    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= points) return;
+    const int i = (int)(idx % C.n[0]), j = (int)(idx / C.n[0] % C.n[1]);
+    const int k = (int)(idx / ((long long)C.n[0] * C.n[1]));
+    if (held_at(C, i, j, k)) return;
+    const T *r = F.x1;
+    T s = 0;
+    for (int tz = 0; tz < 3; tz++)
+        for (int ty = 0; ty < 3; ty++)
+            for (int tx = 0; tx < 3; tx++) {
+                const T w = C.wr[2][3 * k + tz] * (C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx]);
+                if (w == T(0)) continue;
+                const long long f =
+                    ((long long)C.pr[2][3 * k + tz] * F.n[1] + C.pr[1][3 * j + ty]) * F.n[0] +
+                    C.pr[0][3 * i + tx];
+                s = s + w * r[f];
+            }
+    C.b[idx] = s;
+}
+
+/* x of level l += P x of level l + 1: one thread per fine node. */
+template <typename T>
+__global__ void mg_prolong_kernel(const mgd_level<T> F, const mgd_level<T> C, long long points)
+{
+    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= points) return;
+    const int i = (int)(idx % F.n[0]), j = (int)(idx / F.n[0] % F.n[1]);
+    const int k = (int)(idx / ((long long)F.n[0] * F.n[1]));
+    if (held_at(F, i, j, k)) return;
+    const T *e = C.x0;
+    T s = 0;
+    for (int cz = 0; cz < 2; cz++)
+        for (int cy = 0; cy < 2; cy++)
+            for (int cx = 0; cx < 2; cx++) {
+                const T w = F.wp[2][2 * k + cz] * (F.wp[1][2 * j + cy] * F.wp[0][2 * i + cx]);
+                if (w == T(0)) continue;
+                const long long c =
+                    ((long long)F.pp[2][2 * k + cz] * C.n[1] + F.pp[1][2 * j + cy]) * C.n[0] +
+                    F.pp[0][2 * i + cx];
+                s = s + w * e[c];
+            }
+    F.x0[idx] = F.x0[idx] + s;
+}
+
+/* The coarsest level: x = C rhs (add: x += C rhs), the inverse stored by
+ * columns so that the threads of a warp read neighbouring values. */
+template <typename T>
+__global__ void mg_coarse_kernel(T *x, const T *rhs, const T *cinv_t, const int *cidx, int nc,
+                                 int add)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= nc) return;
+    T s = 0;
+    for (int q = 0; q < nc; q++) s = s + cinv_t[(long long)q * nc + r] * rhs[cidx[q]];
+    x[cidx[r]] = add ? x[cidx[r]] + s : s;
+}
+
+template <typename T> __global__ void mg_shift_kernel(T *x, long long n, T d)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] + d;
+}
+
+template <typename T>
+__global__ void mg_dudt_kernel(const T *x, const T *keep, long long n, unsigned long long *out)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long m = 0;
+    if (i < n) m = (unsigned long long)__double_as_longlong(fabs((double)x[i] - (double)keep[i]));
+    hk_block_max(m, out);
+}
+
+/* ---- the state ------------------------------------------------------------------------- */
+
+struct cuda_mg {
+    heat_mg *m; /* geometry and sizes; its per-node arrays dropped once uploaded */
+    bool is_float;
+    cudaStream_t stream;
+    int sms;
+    mgd_level<float> lf[HEAT_MG_LEVELS_MAX];
+    mgd_level<double> ld[HEAT_MG_LEVELS_MAX];
+    mgd_fine<float> ff;
+    mgd_fine<double> fd;
+    void *cinv_t; /* the coarsest inverse by columns */
+    int *cidx;
+    std::vector<void *> owned; /* device memory */
+    mg_norms *d_norms, *h_norms;
+    unsigned long long *d_max, *h_max;
+    heat_mg_state st;
+    cudaGraphExec_t graph;
+    cudaError_t launch_err; /* the first failed launch of the kernels below */
+    cudaEvent_t ev[HEAT_MG_MARKS];
+};
+
+static void note_launch(cuda_mg *g)
+{
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess && g->launch_err == cudaSuccess) g->launch_err = e;
+}
+
+/* A stencil pass over level l: tiles of 32 x 8 columns, the planes cut into
+ * runs so that about 8 blocks per multiprocessor are in flight. */
+template <typename T, int PASS>
+static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F, bool l0,
+                        int sweep, int zero)
+{
+    const dim3 block(32, 8, 1);
+    const unsigned gx = (unsigned)((L.n[0] + 31) / 32), gy = (unsigned)((L.n[1] + 7) / 8);
+    const long long target = 8LL * g->sms;
+    long long runs = (target + (long long)gx * gy - 1) / ((long long)gx * gy);
+    if (runs < 1) runs = 1;
+    if (runs > L.n[2]) runs = L.n[2];
+    const int kchunk = (int)((L.n[2] + runs - 1) / runs);
+    const dim3 grid(gx, gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
+    if (l0)
+        mg_pass_kernel<T, true, PASS>
+            <<<grid, block, 0, g->stream>>>(L, F, sweep, zero, kchunk, g->d_norms);
+    else
+        mg_pass_kernel<T, false, PASS>
+            <<<grid, block, 0, g->stream>>>(L, F, sweep, zero, kchunk, g->d_norms);
+    note_launch(g);
+}
+
+static unsigned blocks_of(long long n, int threads)
+{
+    return (unsigned)((n + threads - 1) / threads);
+}
+
+template <typename T> static mgd_level<T> *levels_of(cuda_mg *g);
+template <> mgd_level<float> *levels_of<float>(cuda_mg *g)
+{
+    return g->lf;
+}
+template <> mgd_level<double> *levels_of<double>(cuda_mg *g)
+{
+    return g->ld;
+}
+template <typename T> static mgd_fine<T> &fine_of(cuda_mg *g);
+template <> mgd_fine<float> &fine_of<float>(cuda_mg *g)
+{
+    return g->ff;
+}
+template <> mgd_fine<double> &fine_of<double>(cuda_mg *g)
+{
+    return g->fd;
+}
+
+template <typename T> static void k_smooth(cuda_mg *g, int l, int s, int zero)
+{
+    launch_pass<T, P_SMOOTH>(g, levels_of<T>(g)[l], fine_of<T>(g), l == 0, s, zero);
+}
+
+template <typename T> static void k_restrict(cuda_mg *g, int l)
+{
+    mgd_level<T> *L = levels_of<T>(g);
+    launch_pass<T, P_RESID>(g, L[l], fine_of<T>(g), l == 0, 0, 0);
+    const long long np = g->m->lv[l + 1].points;
+    mg_restrict_kernel<T><<<blocks_of(np, 256), 256, 0, g->stream>>>(L[l], L[l + 1], np);
+    note_launch(g);
+}
+
+template <typename T> static void k_coarse(cuda_mg *g)
+{
+    const int l = g->m->levels - 1;
+    mgd_level<T> *L = levels_of<T>(g);
+    const int nc = (int)g->m->nc;
+    if (nc == 0) return;
+    if (l == 0) launch_pass<T, P_RESID>(g, L[0], fine_of<T>(g), true, 0, 0);
+    mg_coarse_kernel<T><<<blocks_of(nc, 128), 128, 0, g->stream>>>(
+        L[l].x0, l == 0 ? L[0].x1 : L[l].b, (const T *)g->cinv_t, g->cidx, nc, l == 0);
+    note_launch(g);
+}
+
+template <typename T> static void k_prolong(cuda_mg *g, int l)
+{
+    mgd_level<T> *L = levels_of<T>(g);
+    const long long np = g->m->lv[l].points;
+    mg_prolong_kernel<T><<<blocks_of(np, 256), 256, 0, g->stream>>>(L[l], L[l + 1], np);
+    note_launch(g);
+}
+
+static void op_smooth(void *ctx, int l, int s, int zero)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    g->is_float ? k_smooth<float>(g, l, s, zero) : k_smooth<double>(g, l, s, zero);
+}
+
+static void op_restrict(void *ctx, int l)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    g->is_float ? k_restrict<float>(g, l) : k_restrict<double>(g, l);
+}
+
+static void op_coarse(void *ctx)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    g->is_float ? k_coarse<float>(g) : k_coarse<double>(g);
+}
+
+static void op_prolong(void *ctx, int l)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    g->is_float ? k_prolong<float>(g, l) : k_prolong<double>(g, l);
+}
+
+/* Waits for the stream; the first failed launch or the wait's error. */
+static int finish(cuda_mg *g, heat_error *err)
+{
+    MG_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    const cudaError_t e = g->launch_err;
+    g->launch_err = cudaSuccess;
+    MG_CUDA_CHECK(e);
+    return HEAT_OK;
+}
+
+static double bits_value(unsigned long long b)
+{
+    double v;
+    memcpy(&v, &b, sizeof v);
+    return v != v ? INFINITY : v;
+}
+
+static int op_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    MG_CUDA_CHECK(cudaMemsetAsync(g->d_norms, 0, sizeof *g->d_norms, g->stream));
+    MG_CUDA_CHECK(cudaMemsetAsync(&g->d_norms->lo, 0xff, sizeof g->d_norms->lo, g->stream));
+    if (g->is_float)
+        launch_pass<float, P_NORMS>(g, g->lf[0], g->ff, true, 0, 0);
+    else
+        launch_pass<double, P_NORMS>(g, g->ld[0], g->fd, true, 0, 0);
+    MG_CUDA_CHECK(cudaMemcpyAsync(g->h_norms, g->d_norms, sizeof *g->h_norms,
+                                  cudaMemcpyDeviceToHost, g->stream));
+    int rc = finish(g, err);
+    if (rc) return rc;
+    *rmax = bits_value(g->h_norms->rmax);
+    *umax = bits_value(g->h_norms->umax);
+    *wsum = g->h_norms->wsum;
+    return HEAT_OK;
+}
+
+int heat_cuda_mg_field_stats(cuda_mg *g, double *min, double *max, double *sum, heat_error *err)
+{
+    double r, u, w;
+    const int rc = op_norms(g, &r, &u, &w, err);
+    if (rc) return rc;
+    *min = unordered(g->h_norms->lo), *max = unordered(g->h_norms->hi), *sum = g->h_norms->sum;
+    return HEAT_OK;
+}
+
+static int op_shift(void *ctx, double delta, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    const long long n = g->m->lv[0].points;
+    if (g->is_float)
+        mg_shift_kernel<float><<<blocks_of(n, 256), 256, 0, g->stream>>>(g->lf[0].x0, n,
+                                                                         (float)delta);
+    else
+        mg_shift_kernel<double><<<blocks_of(n, 256), 256, 0, g->stream>>>(g->ld[0].x0, n, delta);
+    note_launch(g);
+    return finish(g, err);
+}
+
+static int op_rhs(void *ctx, int keep, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    if (g->is_float) {
+        mgd_fine<float> f = g->ff;
+        if (!keep) f.keep = nullptr;
+        launch_pass<float, P_RHS>(g, g->lf[0], f, true, 0, 0);
+    } else {
+        mgd_fine<double> f = g->fd;
+        if (!keep) f.keep = nullptr;
+        launch_pass<double, P_RHS>(g, g->ld[0], f, true, 0, 0);
+    }
+    return finish(g, err);
+}
+
+static int op_dudt(void *ctx, double *m, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    const long long n = g->m->lv[0].points;
+    MG_CUDA_CHECK(cudaMemsetAsync(g->d_max, 0, sizeof *g->d_max, g->stream));
+    if (g->is_float)
+        mg_dudt_kernel<float>
+            <<<blocks_of(n, 256), 256, 0, g->stream>>>(g->lf[0].x0, g->ff.keep, n, g->d_max);
+    else
+        mg_dudt_kernel<double>
+            <<<blocks_of(n, 256), 256, 0, g->stream>>>(g->ld[0].x0, g->fd.keep, n, g->d_max);
+    note_launch(g);
+    MG_CUDA_CHECK(cudaMemcpyAsync(g->h_max, g->d_max, sizeof *g->h_max, cudaMemcpyDeviceToHost,
+                                  g->stream));
+    int rc = finish(g, err);
+    if (!rc) *m = bits_value(*g->h_max) / g->m->dt;
+    return rc;
+}
+
+static int op_cycle(void *ctx, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    MG_CUDA_CHECK(cudaGraphLaunch(g->graph, g->stream));
+    return HEAT_OK;
+}
+
+/* The kernels one by one (captured into the graph, and timed by the bench). */
+static const heat_mg_ops launch_ops = {op_smooth, op_restrict, op_coarse, op_prolong, op_norms,
+                                       op_shift,  op_rhs,      op_dudt,   nullptr};
+/* The solver's: the V-cycle as one graph. */
+static const heat_mg_ops graph_ops = {op_smooth, op_restrict, op_coarse, op_prolong, op_norms,
+                                      op_shift,  op_rhs,      op_dudt,   op_cycle};
+
+/* ---- setup --------------------------------------------------------------------------- */
+
+/* Device memory owned by g: n values of the precision T from doubles
+ * (NULL stays NULL), ints from int64, zeros. */
+template <typename T>
+static int dev_values(cuda_mg *g, const double *src, int64_t n, const T **out, heat_error *err)
+{
+    *out = nullptr;
+    if (!src || n == 0) return HEAT_OK;
+    std::vector<T> h((size_t)n);
+    for (int64_t i = 0; i < n; i++) h[(size_t)i] = (T)src[i];
+    void *p = nullptr;
+    MG_CUDA_CHECK(cudaMalloc(&p, (size_t)n * sizeof(T)));
+    g->owned.push_back(p);
+    MG_CUDA_CHECK(cudaMemcpy(p, h.data(), (size_t)n * sizeof(T), cudaMemcpyHostToDevice));
+    *out = (const T *)p;
+    return HEAT_OK;
+}
+
+static int dev_ints(cuda_mg *g, const int64_t *src, int64_t n, const int **out, heat_error *err)
+{
+    std::vector<int> h((size_t)n);
+    for (int64_t i = 0; i < n; i++) h[(size_t)i] = (int)src[i];
+    void *p = nullptr;
+    MG_CUDA_CHECK(cudaMalloc(&p, (size_t)(n > 0 ? n : 1) * sizeof(int)));
+    g->owned.push_back(p);
+    MG_CUDA_CHECK(cudaMemcpy(p, h.data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+    *out = (const int *)p;
+    return HEAT_OK;
+}
+
+template <typename T> static int dev_zeros(cuda_mg *g, int64_t n, T **out, heat_error *err)
+{
+    void *p = nullptr;
+    MG_CUDA_CHECK(cudaMalloc(&p, (size_t)n * sizeof(T)));
+    g->owned.push_back(p);
+    MG_CUDA_CHECK(cudaMemset(p, 0, (size_t)n * sizeof(T)));
+    *out = (T *)p;
+    return HEAT_OK;
+}
+
+/* One level's view: its axes, coefficients and buffers (level 0: the
+ * field's two buffers and b). */
+template <typename T>
+static int upload_level(cuda_mg *g, int l, void *u, void *v, mgd_level<T> &V, heat_error *err)
+{
+    const heat_mg *m = g->m;
+    const heat_mg_level *L = &m->lv[l];
+    memset(&V, 0, sizeof V);
+    int rc = HEAT_OK;
+    for (int a = 0; a < 3 && !rc; a++) {
+        const heat_mg_axis *ax = &L->ax[a];
+        V.n[a] = (int)L->n[a];
+        V.held[a][0] = ax->held[0], V.held[a][1] = ax->held[1];
+        if (!rc) rc = dev_values<T>(g, ax->v, ax->n, &V.v[a], err);
+        if (!rc) rc = dev_values<T>(g, ax->ih, ax->n, &V.ih[a], err);
+        if (!rc) rc = dev_values<T>(g, ax->wp, 2 * ax->n, &V.wp[a], err);
+        if (!rc) rc = dev_values<T>(g, ax->wr, 3 * ax->n, &V.wr[a], err);
+        if (!rc) rc = dev_ints(g, ax->pp, 2 * ax->n, &V.pp[a], err);
+        if (!rc) rc = dev_ints(g, ax->pr, 3 * ax->n, &V.pr[a], err);
+        if (!rc && l > 0) rc = dev_values<T>(g, L->t[a], L->points, &V.t[a], err);
+    }
+    if (!rc && l > 0) rc = dev_values<T>(g, L->dg, L->points, &V.dg, err);
+    for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)
+        V.cheb[s][0] = (T)L->cheb[s][0], V.cheb[s][1] = (T)L->cheb[s][1];
+    if (rc) return rc;
+    if (l == 0) {
+        V.x0 = (T *)u, V.x1 = (T *)v;
+        return HEAT_OK;
+    }
+    if (!rc) rc = dev_zeros<T>(g, L->points, &V.x0, err);
+    if (!rc) rc = dev_zeros<T>(g, L->points, &V.x1, err);
+    if (!rc) rc = dev_zeros<T>(g, L->points, &V.b, err);
+    return rc;
+}
+
+/* The finest level's tables and arrays, the levels, the coarsest inverse. */
+template <typename T>
+static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *err)
+{
+    const heat_mg *m = g->m;
+    const int64_t np = m->lv[0].points;
+    mgd_fine<T> &F = fine_of<T>(g);
+    mgd_level<T> *L = levels_of<T>(g);
+    memset(&F, 0, sizeof F);
+    F.nmat = m->nmat;
+    F.ct = (T)((1.0 - m->theta) / m->theta);
+    std::vector<double> rhoc(m->rhoc, m->rhoc + m->nmat), mdt(m->nmat);
+    for (int a = 0; a < m->nmat; a++) mdt[a] = m->rhoc[a] / m->dt;
+    int rc = dev_values<T>(g, m->kf, (int64_t)m->nmat * m->nmat, &F.kf, err);
+    if (!rc) rc = dev_values<T>(g, rhoc.data(), m->nmat, &F.rhoc, err);
+    if (!rc) rc = dev_values<T>(g, mdt.data(), m->nmat, &F.mdt, err);
+    if (!rc) rc = dev_values<T>(g, m->dg0, np, &F.dg0, err);
+    if (!rc) rc = dev_values<T>(g, m->b0, np, &F.b0, err);
+    if (!rc && m->implicit) rc = dev_zeros<T>(g, np, &F.keep, err);
+    if (!rc && m->cls) {
+        void *p = nullptr, *q = nullptr;
+        MG_CUDA_CHECK(cudaMalloc(&p, (size_t)np));
+        g->owned.push_back(p);
+        MG_CUDA_CHECK(cudaMemcpy(p, cls, (size_t)np, cudaMemcpyHostToDevice));
+        MG_CUDA_CHECK(cudaMalloc(&q, sizeof m->mat));
+        g->owned.push_back(q);
+        MG_CUDA_CHECK(cudaMemcpy(q, m->mat, sizeof m->mat, cudaMemcpyHostToDevice));
+        F.cls = (const unsigned char *)p, F.mat = (const unsigned char *)q;
+    }
+    for (int l = 0; l < m->levels && !rc; l++) rc = upload_level<T>(g, l, u, v, L[l], err);
+    if (rc) return rc;
+    if (m->implicit) {
+        rc = dev_zeros<T>(g, np, &L[0].b, err);
+    } else {
+        L[0].b = (T *)F.b0;
+    }
+    /* The inverse by columns; its unknowns' nodes. */
+    const int64_t nc = m->nc;
+    std::vector<double> ct((size_t)(nc * nc));
+    for (int64_t r = 0; r < nc; r++)
+        for (int64_t q = 0; q < nc; q++) ct[(size_t)(q * nc + r)] = m->cinv[r * nc + q];
+    const T *cinv = nullptr;
+    if (!rc) rc = dev_values<T>(g, ct.data(), nc * nc, &cinv, err);
+    g->cinv_t = (void *)cinv;
+    if (!rc) rc = dev_ints(g, m->cidx, nc, (const int **)&g->cidx, err);
+    return rc;
+}
+
+/* The V-cycle captured once as a graph. */
+static int capture(cuda_mg *g, heat_error *err)
+{
+    cudaGraph_t graph = nullptr;
+    MG_CUDA_CHECK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
+    heat_mg_vcycle(g->m, &launch_ops, g);
+    MG_CUDA_CHECK(cudaStreamEndCapture(g->stream, &graph));
+    const cudaError_t e = g->launch_err;
+    g->launch_err = cudaSuccess;
+    cudaError_t ei = cudaGraphInstantiate(&g->graph, graph, 0);
+    cudaGraphDestroy(graph);
+    MG_CUDA_CHECK(e);
+    MG_CUDA_CHECK(ei);
+    return HEAT_OK;
+}
+
+/* Whether the hierarchy fits in the device's free memory. */
+static int check_memory(const cuda_mg *g, heat_error *err)
+{
+    size_t free_b = 0, total_b = 0;
+    MG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const double need = heat_mg_bytes(g->m, g->is_float ? 4 : 8) +
+                        (g->m->cls ? (double)g->m->lv[0].points : 0.0);
+    if (need + (64 << 20) > (double)free_b)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: the multigrid levels need %.3f GB, %.3f GB free of "
+                              "%.3f GB: use a smaller grid, float precision or backend = \"cpu\"",
+                              need / 1e9, (double)free_b / 1e9, (double)total_b / 1e9);
+    return HEAT_OK;
+}
+
+int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t stream,
+                                   const uint8_t *cls, const heat_coeffs *k, cuda_mg **out,
+                                   heat_error *err)
+{
+    *out = nullptr;
+    cuda_mg *g = new (std::nothrow) cuda_mg();
+    if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
+    g->stream = stream;
+    g->is_float = c->solver.precision == HEAT_FLOAT;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        g->sms = 1;
+    int rc = heat_mg_build(c, cls, k, &g->m, err);
+    if (!rc) rc = check_memory(g, err);
+    if (!rc) rc = g->is_float ? upload<float>(g, u, v, cls, err) : upload<double>(g, u, v, cls, err);
+    if (!rc) {
+        cudaError_t e = cudaMalloc(&g->d_norms, sizeof *g->d_norms);
+        if (e == cudaSuccess) e = cudaMallocHost(&g->h_norms, sizeof *g->h_norms);
+        if (e == cudaSuccess) e = cudaMalloc(&g->d_max, sizeof *g->d_max);
+        if (e == cudaSuccess) e = cudaMallocHost(&g->h_max, sizeof *g->h_max);
+        if (e != cudaSuccess)
+            rc = heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
+    }
+    if (!rc) {
+        heat_mg_drop_arrays(g->m);
+        /* the memsets of the setup ran on the default stream */
+        const cudaError_t e = cudaDeviceSynchronize();
+        rc = e == cudaSuccess ? capture(g, err)
+                              : heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: setup: %s",
+                                               cudaGetErrorString(e));
+    }
+    if (rc) {
+        heat_cuda_mg_destroy(g);
+        return rc;
+    }
+    *out = g;
+    return HEAT_OK;
+}
+
+void heat_cuda_mg_destroy(cuda_mg *g)
+{
+    if (!g) return;
+    cudaStreamSynchronize(g->stream);
+    if (g->graph) cudaGraphExecDestroy(g->graph);
+    for (void *p : g->owned) cudaFree(p);
+    cudaFree(g->d_norms);
+    cudaFreeHost(g->h_norms);
+    cudaFree(g->d_max);
+    cudaFreeHost(g->h_max);
+    for (int i = 0; i < HEAT_MG_MARKS; i++)
+        if (g->ev[i]) cudaEventDestroy(g->ev[i]);
+    cudaGetLastError();
+    heat_mg_free(g->m);
+    delete g;
+}
+
+int heat_cuda_mg_advance(cuda_mg *g, int64_t steps, double *residual, heat_error *err)
+{
+    if (g->m->implicit)
+        return heat_mg_implicit(g->m, &graph_ops, g, &g->st, steps, residual, err);
+    return heat_mg_steady(g->m, &graph_ops, g, &g->st, steps, residual, err);
+}
+
+void heat_cuda_mg_info(const cuda_mg *g, heat_mg_info *info)
+{
+    heat_mg_fill_info(g->m, &g->st, info);
+}
+
+/* ---- heat bench --multigrid --------------------------------------------------------- */
+
+static void ev_mark(void *ctx, int i)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    if (!g->ev[i]) cudaEventCreate(&g->ev[i]);
+    cudaEventRecord(g->ev[i], g->stream);
+}
+
+static int ev_read(void *ctx, int n, double *ms, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    MG_CUDA_CHECK(cudaEventSynchronize(g->ev[n - 1]));
+    for (int i = 1; i < n; i++) {
+        float t = 0;
+        MG_CUDA_CHECK(cudaEventElapsedTime(&t, g->ev[i - 1], g->ev[i]));
+        ms[i - 1] = t;
+    }
+    return finish(g, err);
+}
+
+int heat_cuda_mg_bench(cuda_mg *g, int runs, heat_mg_timing *t, heat_error *err)
+{
+    const heat_mg_clock clock = {ev_mark, ev_read};
+    int rc = heat_mg_time_parts(g->m, &launch_ops, g, &clock, runs, t, err);
+    if (rc) return rc;
+    /* The cycle as the solver runs it: the graph, replayed `runs` times. */
+    ev_mark(g, 0);
+    for (int i = 0; i < runs; i++) MG_CUDA_CHECK(cudaGraphLaunch(g->graph, g->stream));
+    ev_mark(g, 1);
+    double ms[1];
+    if ((rc = ev_read(g, 2, ms, err))) return rc;
+    t->cycle_ms = ms[0] / runs;
+    /* The copy of the field, the ceiling of a pass that reads and writes it. */
+    const size_t bytes = (size_t)g->m->lv[0].points * (g->is_float ? 4 : 8);
+    void *scratch = nullptr;
+    MG_CUDA_CHECK(cudaMalloc(&scratch, bytes));
+    const void *src = g->is_float ? (const void *)g->lf[0].x0 : (const void *)g->ld[0].x0;
+    std::vector<double> cms;
+    for (int i = 0; i < 6 && !rc; i++) {
+        ev_mark(g, 0);
+        cudaMemcpyAsync(scratch, src, bytes, cudaMemcpyDeviceToDevice, g->stream);
+        ev_mark(g, 1);
+        if (!(rc = ev_read(g, 2, ms, err)) && i > 0) cms.push_back(ms[0]);
+    }
+    cudaFree(scratch);
+    if (rc) return rc;
+    std::sort(cms.begin(), cms.end());
+    t->copy_ms = cms[cms.size() / 2];
+    t->copy_bytes = 2.0 * (double)bytes;
+    return HEAT_OK;
+}

@@ -1,0 +1,247 @@
+/* Multigrid for the steady state and for implicit time steps: the level
+ * hierarchy, built once on the host in double (mg_build.c), and the V-cycle's
+ * schedule and solve loops (mg_solve.c), shared by the CPU and CUDA
+ * backends, which run the level kernels (cpu/cpu_mg.c, cuda/k_mg.cu). Private
+ * to kernels/.
+ *
+ * The operator. Every level holds the same finite-volume form of
+ * div(k grad u) on a node-centred grid (each node the centre of its dual
+ * cell, half cells on faces that are not periodic):
+ *   (A x)_p = sum over the faces f = (p, q) of T_f (x_p - x_q) + D_p x_p
+ * T_f = theta K_f a_f / l_f: the face conductivity K_f (the harmonic mean of
+ * the two nodes' materials, heat_case_face_k), the area a_f of the dual cell's
+ * face (the product of the other axes' dual widths) and the distance l_f of
+ * the two nodes; D_p = (rho c)_p V_p / dt (implicit steps) + theta times the
+ * convective faces' h_c K_f / k_p a_f. The right-hand side of the steady
+ * problem, b, is V_p q_p plus the heat the Neumann, flux and convective faces
+ * put in. On the finest level this is the explicit update's operator (the
+ * mirrored ghosts of heat_case.h are the half cells) multiplied by the dual
+ * volume V_p: L u + q = (b - A u) / V_p, and the explicit run's steady state
+ * solves A u = b. max |du/dt| = max |b - A u| / ((rho c)_p V_p).
+ * Dirichlet nodes are held: never written, their values enter their
+ * neighbours' rows (on coarse levels they hold a zero correction).
+ *
+ * Faces are numbered by their low node: face i of an axis joins node i to
+ * node i + 1, wrapping to node 0 from node n - 1; on an axis that is not
+ * periodic that last face has T = 0. So every level reads its neighbours
+ * with the same wrap and no branch on the boundary.
+ *
+ * The finest level computes T from the nodes' materials (a table of theta K
+ * per pair of materials, times ih_d times the two other axes' dual widths);
+ * coarse levels store T per face and D per node.
+ *
+ * Coarsening (any grid size): along an axis of m intervals, the intervals
+ * pair up; with m odd one stays single (at the end whose interval is the
+ * longer, so that short intervals merge). So coarse grids may be graded.
+ * An axis coarsens while it has at least 2 intervals and its longest is at
+ * most twice the shortest longest-interval of the axes that can coarsen
+ * (semi-coarsening keeps the cells near isotropic). Coarsening stops at a
+ * level of at most HEAT_MG_DIRECT_MAX unknowns, which is solved directly (a
+ * dense inverse computed at setup). Interpolation P is linear along each axis
+ * by distance, restriction is P^T, and the coarse operator is rediscretised:
+ * a coarse face's conductivity is the P^T-weighted sum over the fine lines
+ * it spans (across) of the fine faces in series (along); D is restricted as
+ * P^T D. For one material on a uniform grid this is exactly the coarse grid's
+ * own finite-volume operator. (Briggs, Henson and McCormick, "A Multigrid
+ * Tutorial", 2nd ed., 2000, ch. 3 and 7; Trottenberg, Oosterlee and
+ * Schueller, "Multigrid", 2001, ch. 5.7 and 7.)
+ *
+ * Smoother: Chebyshev iteration of degree HEAT_MG_SWEEPS on D^-1 A over
+ * [lmax / HEAT_MG_CHEB_RATIO, lmax], lmax the Gershgorin bound of each level
+ * (Adams, Brezina, Hu and Tuminaro, J. Comput. Phys. 188, 2003). Each sweep is
+ * x' = x + c0 (x - x_prev) + c1 (b - A x) / diag, a point update of the stencil:
+ * no sums, so the backends agree bit for bit.
+ */
+#ifndef HEAT_MG_H
+#define HEAT_MG_H
+
+#include <stdint.h>
+
+#include "heat_case.h"
+#include "heat_error.h"
+
+#define HEAT_MG_LEVELS_MAX 64
+#define HEAT_MG_DIRECT_MAX 512 /* unknowns of the coarsest level, solved by a dense inverse */
+#define HEAT_MG_SWEEPS     2   /* smoothing sweeps before and after the coarse correction */
+#define HEAT_MG_CHEB_RATIO 5.0 /* the Chebyshev interval is [lmax / ratio, lmax] */
+
+/* One axis of one level. */
+typedef struct heat_mg_axis {
+    int64_t n;
+    int periodic;
+    int held[2];  /* a Dirichlet face at the low / high end: its nodes are held */
+    int64_t *pos; /* n + 1 positions in finest spacings; pos[n]: the period, or pos[n - 1] */
+    double *v;    /* n dual widths */
+    double *ih;   /* n: 1 / the length of face i, 0 for the last face of an axis not periodic */
+    /* Prolongation from the next coarser level: node i takes
+     * wp[2i] e[pp[2i]] + wp[2i+1] e[pp[2i+1]] (the second weight 0 where i
+     * lies on a coarse node). */
+    int64_t *pp;
+    double *wp;
+    /* Restriction from the next finer level (this level the coarse one):
+     * node J gathers sum_t wr[3J+t] r[pr[3J+t]], t = 0, 1, 2 (left, centre,
+     * right; weight 0 where there is none). */
+    int64_t *pr;
+    double *wr;
+} heat_mg_axis;
+
+typedef struct heat_mg_level {
+    heat_mg_axis ax[3];
+    int64_t n[3], points;
+    double *t[3]; /* coarse levels: T of face i along each axis, per node; NULL on level 0 */
+    double *dg;   /* coarse levels: D per node (NULL when zero everywhere) */
+    double lmax;  /* Gershgorin bound of the eigenvalues of D^-1 A */
+    /* Sweep s (0 .. HEAT_MG_SWEEPS - 1 before the coarse correction, then
+     * HEAT_MG_SWEEPS .. 2 HEAT_MG_SWEEPS - 1 after it):
+     * x' = x + cheb[s][0] (x - x_prev) + cheb[s][1] (b - A x) / diag; with
+     * cheb[s][0] = 0, x_prev is not read. */
+    double cheb[2 * HEAT_MG_SWEEPS][2];
+} heat_mg_level;
+
+typedef struct heat_mg {
+    int levels;
+    heat_mg_level lv[HEAT_MG_LEVELS_MAX];
+    /* The finest level's operator: the node's material (mat[cls[p]], or 0
+     * where cls is NULL: one material), T_d = kf[a][b] ih_d v_d1 v_d2. */
+    int nmat;
+    double *kf; /* nmat x nmat: theta K(a, b) */
+    double rhoc[HEAT_MATERIALS_MAX];
+    uint8_t mat[HEAT_CLASSES_MAX];
+    const uint8_t *cls; /* borrowed from the backend; NULL: material 0 everywhere */
+    double *dg0;        /* D of the finest level per node, or NULL when zero */
+    double *b0;         /* b of the steady problem per node, or NULL when zero */
+    /* The coarsest level's unknowns (node indices) and the inverse of its
+     * matrix, row-major. */
+    int64_t nc;
+    int64_t *cidx;
+    double *cinv;
+    /* The solve. */
+    int implicit;      /* steps of (M / dt + theta A) u' = M / dt u - (1 - theta) A u + b */
+    int singular;      /* a steady problem with no Dirichlet or convective face */
+    double theta, dt;  /* dt of implicit steps */
+    double diag_scale; /* about the largest diag / ((rho c) V) of the finest level */
+    double eps;        /* the precision's machine epsilon */
+    double tolerance;  /* relative reduction of an implicit step's solve */
+    double weight;     /* the sum of (rho c) V over the nodes not held */
+} heat_mg;
+
+/* Builds the hierarchy of the case (derived; heat_case_multigrid) with the
+ * classes of the grid and their tables (cls and k NULL for a case that is
+ * not general). cls is borrowed and must outlive the hierarchy.
+ * HEAT_EINPUT when the steady problem is singular and the heat put in by
+ * sources and faces does not sum to zero; HEAT_ERUNTIME when out of memory.
+ */
+int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, heat_mg **out,
+                  heat_error *err);
+
+/* For a steady multigrid case whose problem is singular (no Dirichlet or
+ * convective face): HEAT_EINPUT when the heat its sources and faces put in
+ * does not sum to zero (as heat_mg_build refuses it), else HEAT_OK; what
+ * `heat check` says before a run. */
+int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err);
+
+/* Frees the per-node coefficient arrays (dg0, b0, every level's t and dg)
+ * once a backend has its own copies. */
+void heat_mg_drop_arrays(heat_mg *m);
+
+/* Frees everything; NULL is a no-op. */
+void heat_mg_free(heat_mg *m);
+
+/* Bytes the hierarchy's arrays take in a backend of value size vs (the
+ * finest level's two fields excluded): for memory checks and notices. */
+double heat_mg_bytes(const heat_mg *m, int vs);
+
+/* ---- the cycle: kernels a backend runs, in this order ---------------------- */
+
+/* A backend's level kernels. Level 0 is the field itself (x[0] the field, x[1]
+ * the other time level); each level has two x buffers and b. Sweeps read the
+ * current buffer, write the other, and swap; HEAT_MG_SWEEPS is even, so that
+ * after a smoothing x is back in buffer 0. */
+typedef struct heat_mg_ops {
+    /* Sweep `sweep` of level l (mg_level.cheb); zero: the level's x was 0
+     * before the smoothing (a coarse level's correction): sweep 0 reads no x,
+     * sweep 1 no x_prev. */
+    void (*smooth)(void *ctx, int level, int sweep, int zero);
+    /* b of level l + 1 = R (b - A x) of level l (the residual in level l's
+     * spare buffer on the way). */
+    void (*restrict_residual)(void *ctx, int level);
+    /* x of the coarsest level = its inverse times b. */
+    void (*coarse_solve)(void *ctx);
+    /* x of level l += P x of level l + 1 (nodes not held). */
+    void (*prolong)(void *ctx, int level);
+    /* Level 0: max |b - A x| / ((rho c) V) over the nodes not held, max |x|,
+     * and the sum of (rho c) V x (singular problems: the mean kept). */
+    int (*norms)(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err);
+    /* Level 0: x += delta at every node (singular problems). */
+    int (*shift)(void *ctx, double delta, heat_error *err);
+    /* Implicit steps: b of level 0 = the step's right-hand side from x; when
+     * keep, x is also kept for dudt. */
+    int (*rhs)(void *ctx, int keep, heat_error *err);
+    /* max |x - x kept| / dt over the nodes not held. */
+    int (*dudt)(void *ctx, double *m, heat_error *err);
+    /* Optional: one whole V-cycle at once (the GPU replays a graph of the
+     * kernels above); NULL: heat_mg_vcycle calls them one by one. */
+    int (*cycle)(void *ctx, heat_error *err);
+} heat_mg_ops;
+
+/* One V(HEAT_MG_SWEEPS, HEAT_MG_SWEEPS) cycle on level 0's x and b, through
+ * the ops' kernels (never ops->cycle). */
+void heat_mg_vcycle(const heat_mg *m, const heat_mg_ops *ops, void *ctx);
+
+/* What the solves report (backend.h's heat_mg_info mirrors it). */
+typedef struct heat_mg_state {
+    int started;            /* steady: r0 and the mean known */
+    double r0, mean0, wsum; /* steady: the start's residual, weighted mean and weight */
+    int64_t cycles;         /* steady: cycles run; implicit: the last step's */
+    int64_t total_cycles;   /* every cycle of this backend */
+    double reduction;       /* residual over the start's (steady) or the step's first */
+    double residual;        /* the last max |b - A x| / ((rho c) V) */
+    int stalled;            /* an implicit step's solve stopped above its tolerance */
+    int64_t steps_done;     /* steps (implicit) or cycles (steady) of the last advance */
+} heat_mg_state;
+
+/* The backend's view of a solve's state. */
+struct heat_mg_info;
+void heat_mg_fill_info(const heat_mg *m, const heat_mg_state *st, struct heat_mg_info *info);
+
+/* ---- timing (heat bench --multigrid) ---------------------------------------------- */
+
+#define HEAT_MG_MARKS (4 * HEAT_MG_LEVELS_MAX + 8)
+
+/* A backend's clock: mark i records a time stamp in the order of its
+ * kernels (the GPU: an event on its stream); read gives the n - 1 intervals
+ * between marks 0 .. n - 1 in milliseconds, once the work is done. */
+typedef struct heat_mg_clock {
+    void (*mark)(void *ctx, int i);
+    int (*read)(void *ctx, int n, double *ms, heat_error *err);
+} heat_mg_clock;
+
+/* The least bytes sweep s of level l moves (value size vs): x, the previous
+ * iterate (s > 0), b, D, T (coarse levels) and the classes read, one value
+ * written. */
+double heat_mg_sweep_bytes(const heat_mg *m, int l, int s, int vs);
+
+/* Runs `runs` V-cycles kernel by kernel with marks between the parts and
+ * fills t's parts with their medians (t's cycle and copy times are the
+ * backend's to fill), and the mean reduction of the residual per cycle.
+ * Steady problems only: the field changes. */
+struct heat_mg_timing;
+int heat_mg_time_parts(const heat_mg *m, const heat_mg_ops *ops, void *ctx,
+                       const heat_mg_clock *clock, int runs, struct heat_mg_timing *t,
+                       heat_error *err);
+
+/* The steady solve: `cycles` V-cycles on the field, keeping the start's
+ * weighted mean where the problem is singular; *residual (if not NULL):
+ * max |du/dt| of the field after the last cycle. */
+int heat_mg_steady(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_mg_state *st,
+                   int64_t cycles, double *residual, heat_error *err);
+
+/* `steps` implicit steps, each solved to a relative reduction of the
+ * residual by m->tolerance or to the rounding floor of the precision;
+ * *residual (if not NULL): max |u' - u| / dt of the last step. A step whose
+ * solve stops improving first ends the call (st->stalled, st->steps_done). */
+int heat_mg_implicit(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_mg_state *st,
+                     int64_t steps, double *residual, heat_error *err);
+
+#endif

@@ -1,0 +1,633 @@
+/* The multigrid hierarchy (mg.h): the finest level's tables and terms from
+ * the case, coarse grids by pairing intervals, the rediscretised coarse
+ * operators, the smoother's coefficients and the coarsest level's inverse.
+ * Everything in double, on the host, once per run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg.h"
+
+/* ---- axes ------------------------------------------------------------------ */
+
+static int axis_alloc(heat_mg_axis *a, int64_t n)
+{
+    a->n = n;
+    a->pos = calloc((size_t)n + 1, sizeof *a->pos);
+    a->v = calloc((size_t)n, sizeof *a->v);
+    a->ih = calloc((size_t)n, sizeof *a->ih);
+    a->pp = calloc(2 * (size_t)n, sizeof *a->pp);
+    a->wp = calloc(2 * (size_t)n, sizeof *a->wp);
+    a->pr = calloc(3 * (size_t)n, sizeof *a->pr);
+    a->wr = calloc(3 * (size_t)n, sizeof *a->wr);
+    return a->pos && a->v && a->ih && a->pp && a->wp && a->pr && a->wr ? 0 : -1;
+}
+
+static void axis_free(heat_mg_axis *a)
+{
+    free(a->pos), free(a->v), free(a->ih), free(a->pp), free(a->wp), free(a->pr), free(a->wr);
+    memset(a, 0, sizeof *a);
+}
+
+/* Dual widths and inverse face lengths from the positions (h: the finest
+ * spacing). An unused axis (n = 1, not periodic) gets v = 1, ih = 0. */
+static void axis_metrics(heat_mg_axis *a, double h)
+{
+    const int64_t n = a->n;
+    for (int64_t i = 0; i < n; i++) {
+        const int last = i == n - 1;
+        const double lo = i > 0 ? (double)(a->pos[i] - a->pos[i - 1])
+                                : (a->periodic ? (double)(a->pos[n] - a->pos[n - 1]) : 0.0);
+        const double hi = !last || a->periodic ? (double)(a->pos[i + 1] - a->pos[i]) : 0.0;
+        a->v[i] = n == 1 && !a->periodic ? 1.0 : 0.5 * (lo + hi) * h;
+        a->ih[i] = hi > 0 ? 1.0 / (hi * h) : 0.0;
+    }
+}
+
+/* The finest level's axis d. */
+static int fine_axis(const heat_case *c, int d, heat_mg_axis *a)
+{
+    const int used = d < c->grid.dims;
+    const int64_t n = used ? c->grid.n[d] : 1;
+    if (axis_alloc(a, n)) return -1;
+    a->periodic = used && c->bc[2 * d].type == HEAT_BC_PERIODIC;
+    a->held[0] = used && c->bc[2 * d].type == HEAT_BC_DIRICHLET;
+    a->held[1] = used && c->bc[2 * d + 1].type == HEAT_BC_DIRICHLET;
+    for (int64_t i = 0; i <= n; i++) a->pos[i] = i < n || a->periodic ? i : n - 1;
+    axis_metrics(a, used ? c->d.h[d] : 1.0);
+    return 0;
+}
+
+/* Intervals of an axis (n - 1, or n when periodic) and its longest, in
+ * finest spacings times h. */
+static int64_t intervals(const heat_mg_axis *a)
+{
+    return a->periodic ? a->n : a->n - 1;
+}
+
+static double longest(const heat_mg_axis *a, double h)
+{
+    int64_t l = 0;
+    for (int64_t i = 0; i < intervals(a); i++)
+        if (a->pos[i + 1] - a->pos[i] > l) l = a->pos[i + 1] - a->pos[i];
+    return (double)l * h;
+}
+
+/* The coarse axis of f: every node (coarsen = 0), or the nodes between
+ * pairs of intervals. Fills f's prolongation and c's restriction tables. */
+static int coarsen_axis(heat_mg_axis *f, heat_mg_axis *c, int coarsen, double h)
+{
+    const int64_t m = intervals(f), nf = f->n;
+    int64_t *cf = malloc(sizeof *cf * (size_t)(nf + 1));
+    if (!cf) return -1;
+    int64_t nc = 0;
+    if (!coarsen) {
+        for (int64_t i = 0; i < nf; i++) cf[nc++] = i;
+    } else {
+        /* With m odd one interval stays single: at the low end when its
+         * interval is the longer of the two ends, else at the high end. */
+        const int single_low = m % 2 == 1 && f->pos[1] - f->pos[0] > f->pos[m] - f->pos[m - 1];
+        int64_t i = 0;
+        cf[nc++] = 0;
+        if (single_low) cf[nc++] = i = 1;
+        while (i < m) {
+            i += (m - i >= 2) ? 2 : 1;
+            if (i < nf) cf[nc++] = i;
+        }
+    }
+    if (axis_alloc(c, nc)) {
+        free(cf);
+        return -1;
+    }
+    c->periodic = f->periodic;
+    c->held[0] = f->held[0], c->held[1] = f->held[1];
+    for (int64_t j = 0; j < nc; j++) c->pos[j] = f->pos[cf[j]];
+    c->pos[nc] = f->periodic ? f->pos[nf] : c->pos[nc - 1];
+    axis_metrics(c, h);
+    cf[nc] = f->periodic ? nf : nf - 1; /* the node after the last coarse one */
+    for (int64_t j = 0; j < nc; j++) {
+        /* Fine nodes from cf[j] to just before the next coarse node. */
+        const int64_t a = cf[j], b = cf[j + 1], pa = f->pos[a],
+                      pb = f->pos[b < nf ? b : 0] + (b < nf ? 0 : f->pos[nf]);
+        const int64_t jn = j + 1 < nc ? j + 1 : 0;
+        c->pr[3 * j + 1] = a, c->wr[3 * j + 1] = 1.0;
+        f->pp[2 * a] = f->pp[2 * a + 1] = j, f->wp[2 * a] = 1.0, f->wp[2 * a + 1] = 0.0;
+        for (int64_t i = a + 1; i < b && i < nf; i++) {
+            const double wl = (double)(pb - f->pos[i]) / (double)(pb - pa);
+            const double wr = (double)(f->pos[i] - pa) / (double)(pb - pa);
+            f->pp[2 * i] = j, f->wp[2 * i] = wl;
+            f->pp[2 * i + 1] = jn, f->wp[2 * i + 1] = wr;
+            c->pr[3 * j + 2] = i, c->wr[3 * j + 2] = wl;
+            c->pr[3 * jn] = i, c->wr[3 * jn] = wr;
+        }
+    }
+    /* Restriction slots without a child point at the centre, weight 0. */
+    for (int64_t j = 0; j < nc; j++)
+        for (int t = 0; t < 3; t += 2)
+            if (c->wr[3 * j + t] == 0) c->pr[3 * j + t] = c->pr[3 * j + 1];
+    free(cf);
+    return 0;
+}
+
+/* ---- the operator on any level ---------------------------------------------- */
+
+static int64_t wrap(int64_t i, int64_t n)
+{
+    return i < 0 ? n - 1 : (i >= n ? 0 : i);
+}
+
+static int held(const heat_mg_level *L, const int64_t ix[3])
+{
+    for (int d = 0; d < 3; d++)
+        if ((ix[d] == 0 && L->ax[d].held[0]) || (ix[d] == L->n[d] - 1 && L->ax[d].held[1]))
+            return 1;
+    return 0;
+}
+
+static int64_t node(const heat_mg_level *L, const int64_t ix[3])
+{
+    return (ix[2] * L->n[1] + ix[1]) * L->n[0] + ix[0];
+}
+
+static int material(const heat_mg *m, int64_t p)
+{
+    return m->cls ? m->mat[m->cls[p]] : 0;
+}
+
+/* T of face ix[d] of axis d at the transverse position of ix, on level l.
+ * The finest level's formula is the kernels': kf (ih (v_e v_f)). */
+static double face_t(const heat_mg *m, int l, int d, const int64_t ix[3])
+{
+    const heat_mg_level *L = &m->lv[l];
+    if (l > 0) return L->t[d][node(L, ix)];
+    int64_t q[3] = {ix[0], ix[1], ix[2]};
+    q[d] = wrap(q[d] + 1, L->n[d]);
+    const int e = d == 0 ? 1 : 0, f = d == 2 ? 1 : 2;
+    const double area = L->ax[e].v[ix[e]] * L->ax[f].v[ix[f]];
+    const double k = m->kf[material(m, node(L, ix)) * m->nmat + material(m, node(L, q))];
+    return k * (L->ax[d].ih[ix[d]] * area);
+}
+
+static double diag_term(const heat_mg *m, int l, int64_t p)
+{
+    const double *dg = l > 0 ? m->lv[l].dg : m->dg0;
+    return dg ? dg[p] : 0.0;
+}
+
+/* The sum of the node's six face conductivities. */
+static double sum_t(const heat_mg *m, int l, const int64_t ix[3])
+{
+    const heat_mg_level *L = &m->lv[l];
+    double s = 0;
+    for (int d = 0; d < 3; d++) {
+        int64_t q[3] = {ix[0], ix[1], ix[2]};
+        q[d] = wrap(q[d] - 1, L->n[d]);
+        s += face_t(m, l, d, ix) + face_t(m, l, d, q);
+    }
+    return s;
+}
+
+/* ---- the finest level: tables, D and b ---------------------------------------- */
+
+/* The material tables: theta K per pair, rho c per material. A case that is
+ * not general has one material of conductivity alpha and rho c = 1, which is
+ * its update (alpha laplacian u) written in the same form. */
+static int fine_tables(heat_mg *m, const heat_case *c, const heat_coeffs *k)
+{
+    const int general = c->d.general && k;
+    m->nmat = general ? k->nmat : 1;
+    m->kf = malloc(sizeof *m->kf * (size_t)m->nmat * (size_t)m->nmat);
+    if (!m->kf) return -1;
+    for (int a = 0; a < m->nmat; a++) {
+        m->rhoc[a] = general ? c->materials.m[a].rho * c->materials.m[a].cp : 1.0;
+        for (int b = 0; b < m->nmat; b++)
+            m->kf[a * m->nmat + b] = m->theta * (general ? heat_case_face_k(c, a, b) : c->alpha);
+    }
+    for (int i = 0; i < HEAT_CLASSES_MAX; i++) m->mat[i] = general ? k->mat[i] : 0;
+    return 0;
+}
+
+/* What the faces of the grid that node ix lies on add to its D and b:
+ * Neumann K a gradient, flux K a value / k, convective K / k h_c a (ambient
+ * - u) (K the face conductivity to the inner node, a the face area). */
+static void face_terms(const heat_mg *m, const heat_case *c, const int64_t ix[3], double *dd,
+                       double *bb)
+{
+    const heat_mg_level *L = &m->lv[0];
+    const int a = material(m, node(L, ix));
+    const double ka = c->d.general ? c->materials.m[a].k : c->alpha;
+    for (int d = 0; d < c->grid.dims; d++)
+        for (int side = 0; side < 2; side++) {
+            const heat_bc *bc = &c->bc[2 * d + side];
+            if (ix[d] != (side ? L->n[d] - 1 : 0) || bc->type == HEAT_BC_PERIODIC ||
+                bc->type == HEAT_BC_DIRICHLET)
+                continue;
+            int64_t q[3] = {ix[0], ix[1], ix[2]};
+            q[d] = side ? L->n[d] - 2 : 1;
+            const int e = d == 0 ? 1 : 0, f = d == 2 ? 1 : 2;
+            const double area = L->ax[e].v[ix[e]] * L->ax[f].v[ix[f]];
+            const double kf = m->kf[a * m->nmat + material(m, node(L, q))] / m->theta;
+            if (bc->type == HEAT_BC_NEUMANN) *bb += kf * area * bc->gradient;
+            if (bc->type == HEAT_BC_FLUX) *bb += kf * area * bc->value / ka;
+            if (bc->type == HEAT_BC_CONVECTIVE) {
+                const double robin = kf / ka * bc->h * area;
+                *dd += m->theta * robin;
+                *bb += robin * bc->ambient;
+            }
+        }
+}
+
+/* Whether any face or source puts heat in (b0 needed), and whether D0 is
+ * (implicit steps, convective faces). */
+static void fine_needs(const heat_case *c, const heat_coeffs *k, int *need_b, int *need_d)
+{
+    *need_b = 0;
+    *need_d = heat_case_implicit(c);
+    for (int f = 0; f < 2 * c->grid.dims; f++) {
+        const heat_bc *bc = &c->bc[f];
+        if ((bc->type == HEAT_BC_NEUMANN && bc->gradient != 0) ||
+            (bc->type == HEAT_BC_FLUX && bc->value != 0) ||
+            (bc->type == HEAT_BC_CONVECTIVE && bc->h != 0 && bc->ambient != 0))
+            *need_b = 1;
+        if (bc->type == HEAT_BC_CONVECTIVE && bc->h != 0) *need_d = 1;
+    }
+    for (int i = 0; k && c->d.general && i < k->ncls; i++)
+        if (k->power[i] != 0) *need_b = 1;
+}
+
+/* D0 and b0 of every node; the net heat put in and its magnitude (for the
+ * singular problem's solvability). */
+static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int store,
+                      double *net, double *mag)
+{
+    int need_b, need_d;
+    fine_needs(c, k, &need_b, &need_d);
+    need_b &= store, need_d &= store;
+    const heat_mg_level *L = &m->lv[0];
+    const int64_t np = L->points;
+    if (need_d && !(m->dg0 = calloc((size_t)np, sizeof *m->dg0))) return -1;
+    if (need_b && !(m->b0 = calloc((size_t)np, sizeof *m->b0))) return -1;
+    double s = 0, sa = 0, w = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : s, sa, w)
+    for (int64_t z = 0; z < L->n[2]; z++)
+        for (int64_t y = 0; y < L->n[1]; y++)
+            for (int64_t x = 0; x < L->n[0]; x++) {
+                const int64_t ix[3] = {x, y, z}, p = node(L, ix);
+                if (held(L, ix)) continue;
+                const double vol = L->ax[0].v[x] * L->ax[1].v[y] * L->ax[2].v[z];
+                const int a = material(m, p);
+                double dd = m->implicit ? m->rhoc[a] / m->dt * vol : 0.0;
+                double bb = m->cls && k ? k->power[m->cls[p]] * vol : 0.0;
+                face_terms(m, c, ix, &dd, &bb);
+                if (m->dg0) m->dg0[p] = dd;
+                w += m->rhoc[a] * vol;
+                if (m->b0) m->b0[p] = bb;
+                s += bb, sa += fabs(bb);
+            }
+    *net = s, *mag = sa;
+    m->weight = w;
+    return 0;
+}
+
+/* ---- coarse levels ------------------------------------------------------------- */
+
+/* Which axes of level l coarsen: at least 2 intervals, and the longest
+ * interval within twice the smallest such longest among those axes. */
+static int choose_axes(const heat_mg *m, int l, const double h[3], int coarsen[3])
+{
+    const heat_mg_level *L = &m->lv[l];
+    double hmin = INFINITY, hl[3];
+    for (int d = 0; d < 3; d++) {
+        hl[d] = longest(&L->ax[d], h[d]);
+        if (intervals(&L->ax[d]) >= 2 && hl[d] < hmin) hmin = hl[d];
+    }
+    int any = 0;
+    for (int d = 0; d < 3; d++) {
+        coarsen[d] = intervals(&L->ax[d]) >= 2 && hl[d] <= 2.0 * hmin * (1 + 1e-12);
+        any |= coarsen[d];
+    }
+    return any;
+}
+
+/* The series conductivity of face ix[d] of level l and the next one along d
+ * (count 1 or 2 faces). */
+static double series(const heat_mg *m, int l, int d, const int64_t ix[3], int count)
+{
+    const double t1 = face_t(m, l, d, ix);
+    if (count == 1) return t1;
+    int64_t q[3] = {ix[0], ix[1], ix[2]};
+    q[d] = wrap(q[d] + 1, m->lv[l].n[d]);
+    const double t2 = face_t(m, l, d, q);
+    return t1 > 0 && t2 > 0 ? t1 * t2 / (t1 + t2) : 0.0;
+}
+
+/* T and D of coarse node ix of level l + 1 from level l. */
+static void coarse_node(heat_mg *m, int l, const int64_t ix[3])
+{
+    heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
+    const int64_t p = node(C, ix);
+    for (int d = 0; d < 3; d++) {
+        const heat_mg_axis *ca = &C->ax[d];
+        double sum = 0;
+        if (ca->ih[ix[d]] > 0) {
+            const int64_t f0 = ca->pr[3 * ix[d] + 1], nf = F->n[d];
+            const int64_t f1 = ca->pr[3 * wrap(ix[d] + 1, ca->n) + 1];
+            const int count = (int)((f1 - f0 + nf) % nf == 0 ? nf : (f1 - f0 + nf) % nf);
+            const int e = d == 0 ? 1 : 0, f = d == 2 ? 1 : 2;
+            for (int te = 0; te < 3; te++)
+                for (int tf = 0; tf < 3; tf++) {
+                    const double w = C->ax[e].wr[3 * ix[e] + te] * C->ax[f].wr[3 * ix[f] + tf];
+                    if (w == 0) continue;
+                    int64_t q[3];
+                    q[d] = f0;
+                    q[e] = C->ax[e].pr[3 * ix[e] + te];
+                    q[f] = C->ax[f].pr[3 * ix[f] + tf];
+                    sum += w * series(m, l, d, q, count);
+                }
+        }
+        C->t[d][p] = sum;
+    }
+    if (!C->dg) return;
+    double s = 0;
+    for (int tz = 0; tz < 3; tz++)
+        for (int ty = 0; ty < 3; ty++)
+            for (int tx = 0; tx < 3; tx++) {
+                const double w = C->ax[0].wr[3 * ix[0] + tx] * C->ax[1].wr[3 * ix[1] + ty] *
+                                 C->ax[2].wr[3 * ix[2] + tz];
+                const int64_t q[3] = {C->ax[0].pr[3 * ix[0] + tx], C->ax[1].pr[3 * ix[1] + ty],
+                                      C->ax[2].pr[3 * ix[2] + tz]};
+                if (w != 0) s += w * diag_term(m, l, node(F, q));
+            }
+    C->dg[p] = s;
+}
+
+/* Level l + 1 below level l; 0, 1 when level l cannot coarsen, -1 when out
+ * of memory. */
+static int add_level(heat_mg *m, int l, const double h[3])
+{
+    int coarsen[3];
+    if (!choose_axes(m, l, h, coarsen)) return 1;
+    heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
+    for (int d = 0; d < 3; d++)
+        if (coarsen_axis(&F->ax[d], &C->ax[d], coarsen[d], h[d])) return -1;
+    C->points = 1;
+    for (int d = 0; d < 3; d++) C->n[d] = C->ax[d].n, C->points *= C->n[d];
+    for (int d = 0; d < 3; d++)
+        if (!(C->t[d] = malloc(sizeof *C->t[d] * (size_t)C->points))) return -1;
+    if ((l == 0 ? m->dg0 != NULL : F->dg != NULL) &&
+        !(C->dg = malloc(sizeof *C->dg * (size_t)C->points)))
+        return -1;
+    m->levels = l + 2;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t z = 0; z < C->n[2]; z++)
+        for (int64_t y = 0; y < C->n[1]; y++)
+            for (int64_t x = 0; x < C->n[0]; x++) {
+                const int64_t ix[3] = {x, y, z};
+                coarse_node(m, l, ix);
+            }
+    return 0;
+}
+
+static int64_t unknowns(const heat_mg_level *L)
+{
+    int64_t u = 1;
+    for (int d = 0; d < 3; d++) u *= L->n[d] - L->ax[d].held[0] - L->ax[d].held[1];
+    return u;
+}
+
+/* ---- the smoother and the coarsest level ----------------------------------------- */
+
+/* lmax: 2 on the finest level (Gershgorin: 1 + sum T / (sum T + D) <= 2),
+ * the rows' own bound on coarse ones; then the Chebyshev coefficients. */
+static void smoother(heat_mg *m, int l)
+{
+    heat_mg_level *L = &m->lv[l];
+    double lmax = l == 0 ? 2.0 : 0.0;
+    for (int64_t z = 0; l > 0 && z < L->n[2]; z++)
+        for (int64_t y = 0; y < L->n[1]; y++)
+            for (int64_t x = 0; x < L->n[0]; x++) {
+                const int64_t ix[3] = {x, y, z};
+                if (held(L, ix)) continue;
+                const double st = sum_t(m, l, ix), diag = st + diag_term(m, l, node(L, ix));
+                if (diag > 0 && 1.0 + st / diag > lmax) lmax = 1.0 + st / diag;
+            }
+    L->lmax = lmax > 0 ? lmax : 1.0;
+    /* Chebyshev iteration (Saad, "Iterative Methods for Sparse Linear
+     * Systems", 2003, alg. 12.1) on D^-1 A over [a, b], the same polynomial
+     * before and after the coarse correction: with d_k = x_{k+1} - x_k,
+     * d_0 = q / theta, d_k = rho_k rho_{k-1} d_{k-1} + 2 rho_k / delta q. */
+    const double a = L->lmax / HEAT_MG_CHEB_RATIO, b = L->lmax;
+    const double theta = 0.5 * (b + a), delta = 0.5 * (b - a), sigma = theta / delta;
+    for (int half = 0; half < 2; half++) {
+        double(*c)[2] = L->cheb + half * HEAT_MG_SWEEPS;
+        double rho = 1.0 / sigma;
+        c[0][0] = 0.0;
+        c[0][1] = 1.0 / theta;
+        for (int s = 1; s < HEAT_MG_SWEEPS; s++) {
+            const double next = 1.0 / (2.0 * sigma - rho);
+            c[s][0] = next * rho;
+            c[s][1] = 2.0 * next / delta;
+            rho = next;
+        }
+    }
+}
+
+/* Inverts the n x n matrix a in place (Gauss-Jordan with partial pivoting:
+ * the inverse of the row-swapped matrix, whose columns are then swapped
+ * back, last swap first); -1 when singular. */
+static int invert(double *a, int64_t n)
+{
+    int64_t *swap = malloc(sizeof *swap * (size_t)(n > 0 ? n : 1));
+    if (!swap) return -1;
+    for (int64_t col = 0; col < n; col++) {
+        int64_t best = col;
+        for (int64_t r = col + 1; r < n; r++)
+            if (fabs(a[r * n + col]) > fabs(a[best * n + col])) best = r;
+        if (!(fabs(a[best * n + col]) > 0)) return free(swap), -1;
+        swap[col] = best;
+        for (int64_t k = 0; best != col && k < n; k++) {
+            const double t = a[col * n + k];
+            a[col * n + k] = a[best * n + k], a[best * n + k] = t;
+        }
+        const double inv = 1.0 / a[col * n + col];
+        a[col * n + col] = 1.0;
+        for (int64_t k = 0; k < n; k++) a[col * n + k] *= inv;
+        for (int64_t r = 0; r < n; r++) {
+            if (r == col || a[r * n + col] == 0) continue;
+            const double f = a[r * n + col];
+            a[r * n + col] = 0.0;
+            for (int64_t k = 0; k < n; k++) a[r * n + k] -= f * a[col * n + k];
+        }
+    }
+    for (int64_t col = n - 1; col >= 0; col--)
+        for (int64_t r = 0; swap[col] != col && r < n; r++) {
+            const double t = a[r * n + col];
+            a[r * n + col] = a[r * n + swap[col]], a[r * n + swap[col]] = t;
+        }
+    free(swap);
+    return 0;
+}
+
+/* The coarsest level's matrix over its unknowns, regularised by a multiple
+ * of the constant vector's projector where the problem is singular. */
+static int coarsest(heat_mg *m)
+{
+    const int l = m->levels - 1;
+    const heat_mg_level *L = &m->lv[l];
+    const int64_t nc = unknowns(L);
+    int64_t *slot = malloc(sizeof *slot * (size_t)L->points);
+    m->cidx = malloc(sizeof *m->cidx * (size_t)(nc > 0 ? nc : 1));
+    m->cinv = calloc((size_t)(nc > 0 ? nc * nc : 1), sizeof *m->cinv);
+    if (!slot || !m->cidx || !m->cinv) return free(slot), -1;
+    m->nc = 0;
+    for (int64_t p = 0; p < L->points; p++) {
+        const int64_t ix[3] = {p % L->n[0], p / L->n[0] % L->n[1], p / (L->n[0] * L->n[1])};
+        slot[p] = held(L, ix) ? -1 : m->nc;
+        if (slot[p] >= 0) m->cidx[m->nc++] = p;
+    }
+    double dmax = 0;
+    for (int64_t r = 0; r < nc; r++) {
+        const int64_t p = m->cidx[r];
+        const int64_t ix[3] = {p % L->n[0], p / L->n[0] % L->n[1], p / (L->n[0] * L->n[1])};
+        double *row = m->cinv + r * nc;
+        row[r] += diag_term(m, l, p);
+        for (int d = 0; d < 3; d++)
+            for (int side = 0; side < 2; side++) {
+                int64_t q[3] = {ix[0], ix[1], ix[2]}, f[3] = {ix[0], ix[1], ix[2]};
+                q[d] = wrap(q[d] + (side ? 1 : -1), L->n[d]);
+                if (!side) f[d] = q[d];
+                const double t = face_t(m, l, d, f);
+                row[r] += t;
+                if (slot[node(L, q)] >= 0) row[slot[node(L, q)]] -= t;
+            }
+        dmax = fmax(dmax, row[r]);
+    }
+    if (m->singular)
+        for (int64_t i = 0; i < nc * nc; i++) m->cinv[i] += dmax / (double)nc;
+    free(slot);
+    return invert(m->cinv, nc);
+}
+
+/* ---- the whole ------------------------------------------------------------------- */
+
+static int oom(heat_mg *m, heat_error *err)
+{
+    heat_mg_free(m);
+    return heat_error_set(err, HEAT_ERUNTIME, "multigrid: out of memory for the level hierarchy");
+}
+
+/* A singular steady problem whose heat input does not balance has no steady
+ * state: refused as a deck error. */
+static int check_balance(double net, double mag, heat_error *err)
+{
+    if (!(fabs(net) > 1e-9 * mag)) return HEAT_OK;
+    return heat_error_set(
+        err, HEAT_EINPUT,
+        "steady.method = \"multigrid\": no boundary face is Dirichlet or convective, so the "
+        "steady state is fixed only up to a constant (the initial mean is kept) and exists only "
+        "when the heat put in sums to zero; here the sources and the Neumann and flux faces put "
+        "in %.6g net (%.6g in and out in all; W, per metre of depth in 2D, or with "
+        "material.diffusivity alone the diffusivity times temperature times length): balance "
+        "them, or make a face Dirichlet or convective",
+        net, mag);
+}
+
+int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, heat_mg **out,
+                  heat_error *err)
+{
+    *out = NULL;
+    if (c->d.general && (!cls || !k))
+        return heat_error_set(err, HEAT_ERUNTIME, "multigrid: the material classes are missing");
+    heat_mg *m = calloc(1, sizeof *m);
+    if (!m) return oom(m, err);
+    m->implicit = heat_case_implicit(c);
+    m->theta = m->implicit ? c->d.theta : 1.0;
+    m->dt = c->d.dt;
+    m->singular = !m->implicit && heat_case_singular(c);
+    m->eps = c->solver.precision == HEAT_FLOAT ? 0x1p-23 : 0x1p-52;
+    m->tolerance = c->solver.implicit_tolerance;
+    m->diag_scale = (m->implicit ? 1.0 / m->dt : 0.0) + m->theta / c->d.dt_max;
+    m->cls = c->d.general ? cls : NULL;
+    if (fine_tables(m, c, k)) return oom(m, err);
+    heat_mg_level *L = &m->lv[0];
+    m->levels = 1;
+    L->points = 1;
+    double h[3];
+    for (int d = 0; d < 3; d++) {
+        if (fine_axis(c, d, &L->ax[d])) return oom(m, err);
+        L->n[d] = L->ax[d].n, L->points *= L->n[d];
+        h[d] = d < c->grid.dims ? c->d.h[d] : 1.0;
+    }
+    double net, mag;
+    if (fine_terms(m, c, k, 1, &net, &mag)) return oom(m, err);
+    if (m->singular && check_balance(net, mag, err)) {
+        heat_mg_free(m);
+        return HEAT_EINPUT;
+    }
+    for (int l = 0; unknowns(&m->lv[l]) > HEAT_MG_DIRECT_MAX && l + 1 < HEAT_MG_LEVELS_MAX; l++) {
+        const int rc = add_level(m, l, h);
+        if (rc < 0) return oom(m, err);
+        if (rc > 0) break;
+    }
+    for (int l = 0; l < m->levels; l++) smoother(m, l);
+    if (coarsest(m)) {
+        heat_mg_free(m);
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "multigrid: the coarsest level's matrix cannot be inverted");
+    }
+    *out = m;
+    return HEAT_OK;
+}
+
+int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                          heat_error *err)
+{
+    if (!heat_case_steady_multigrid(c) || !heat_case_singular(c)) return HEAT_OK;
+    heat_mg *m = calloc(1, sizeof *m);
+    if (!m) return oom(m, err);
+    m->theta = 1.0;
+    m->cls = c->d.general ? cls : NULL;
+    if (fine_tables(m, c, k)) return oom(m, err);
+    m->lv[0].points = 1;
+    for (int d = 0; d < 3; d++) {
+        if (fine_axis(c, d, &m->lv[0].ax[d])) return oom(m, err);
+        m->lv[0].n[d] = m->lv[0].ax[d].n, m->lv[0].points *= m->lv[0].n[d];
+    }
+    double net, mag;
+    fine_terms(m, c, k, 0, &net, &mag);
+    heat_mg_free(m);
+    return check_balance(net, mag, err);
+}
+
+void heat_mg_drop_arrays(heat_mg *m)
+{
+    if (!m) return;
+    free(m->dg0), free(m->b0);
+    m->dg0 = m->b0 = NULL;
+    for (int l = 1; l < m->levels; l++) {
+        for (int d = 0; d < 3; d++) free(m->lv[l].t[d]), m->lv[l].t[d] = NULL;
+        free(m->lv[l].dg), m->lv[l].dg = NULL;
+    }
+}
+
+void heat_mg_free(heat_mg *m)
+{
+    if (!m) return;
+    heat_mg_drop_arrays(m);
+    for (int l = 0; l < HEAT_MG_LEVELS_MAX; l++)
+        for (int d = 0; d < 3; d++) axis_free(&m->lv[l].ax[d]);
+    free(m->kf), free(m->cidx), free(m->cinv);
+    free(m);
+}
+
+double heat_mg_bytes(const heat_mg *m, int vs)
+{
+    const double fine = (double)m->lv[0].points;
+    /* The finest level: b (implicit: the step's right-hand side, the kept
+     * field and the sources apart; steady: the sources), D. */
+    double values = (m->implicit ? 2.0 : 0.0) + (m->b0 ? 1.0 : 0.0) + (m->dg0 ? 1.0 : 0.0);
+    values *= fine;
+    for (int l = 1; l < m->levels; l++)
+        values += (double)m->lv[l].points * (6.0 + (m->lv[l].dg ? 1.0 : 0.0));
+    return values * vs + (double)m->nc * (double)m->nc * vs;
+}
