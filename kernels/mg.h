@@ -47,8 +47,8 @@
  * Schueller, "Multigrid", 2001, ch. 5.7 and 7.)
  *
  * Smoother: Chebyshev iteration of degree HEAT_MG_SWEEPS on D^-1 A over
- * [lmax / HEAT_MG_CHEB_RATIO, lmax], lmax the Gershgorin bound of each level
- * (Adams, Brezina, Hu and Tuminaro, J. Comput. Phys. 188, 2003). Each sweep is
+ * [lmax / ratio, lmax] (HEAT_MG_CHEB_RATIO_2D, _3D), lmax the Gershgorin
+ * bound of each level (Adams, Brezina, Hu and Tuminaro, J. Comput. Phys. 188, 2003). Each sweep is
  * x' = x + c0 (x - x_prev) + c1 (b - A x) / diag, a point update of the stencil:
  * no sums, so the backends agree bit for bit.
  */
@@ -63,7 +63,10 @@
 #define HEAT_MG_LEVELS_MAX 64
 #define HEAT_MG_DIRECT_MAX 512 /* unknowns of the coarsest level, solved by a dense inverse */
 #define HEAT_MG_SWEEPS     2   /* smoothing sweeps before and after the coarse correction */
-#define HEAT_MG_CHEB_RATIO 5.0 /* the Chebyshev interval is [lmax / ratio, lmax] */
+/* The Chebyshev interval is [lmax / ratio, lmax]: the ratios that cut the
+ * residual most per V(2,2) cycle on the measure deck (docs/PERFORMANCE.md). */
+#define HEAT_MG_CHEB_RATIO_2D 5.0
+#define HEAT_MG_CHEB_RATIO_3D 8.0
 
 /* One axis of one level. */
 typedef struct heat_mg_axis {

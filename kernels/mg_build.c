@@ -416,7 +416,8 @@ static void smoother(heat_mg *m, int l)
      * Systems", 2003, alg. 12.1) on D^-1 A over [a, b], the same polynomial
      * before and after the coarse correction: with d_k = x_{k+1} - x_k,
      * d_0 = q / theta, d_k = rho_k rho_{k-1} d_{k-1} + 2 rho_k / delta q. */
-    const double a = L->lmax / HEAT_MG_CHEB_RATIO, b = L->lmax;
+    const double ratio = m->lv[0].n[2] > 1 ? HEAT_MG_CHEB_RATIO_3D : HEAT_MG_CHEB_RATIO_2D;
+    const double a = L->lmax / ratio, b = L->lmax;
     const double theta = 0.5 * (b + a), delta = 0.5 * (b - a), sigma = theta / delta;
     for (int half = 0; half < 2; half++) {
         double(*c)[2] = L->cheb + half * HEAT_MG_SWEEPS;
