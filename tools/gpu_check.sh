@@ -4,7 +4,9 @@
 #      restart tests, and the temporal face combinations on a grid of 7
 #      blocks (shares that end inside windows);
 #   2. compute-sanitizer memcheck and racecheck on a small run of every kernel,
-#      float and double, 2D and 3D;
+#      float and double, 2D and 3D; the materials kernels on a deck of two
+#      materials, a source, convective and flux faces; memcheck on multigrid
+#      (steady and backward Euler);
 #   3. `heat bench` (every kernel, 512^3 and 8192^2, float and double, and
 #      register_tiled with temporal blocking k = 2, 3, 4, 6, 8);
 #   4. the whole loop: `heat run` on a 512^3 float deck (all Dirichlet,
@@ -109,6 +111,46 @@ EOF
     done
   done
   wait
+  # The variable-coefficient kernels: the same deck with two materials, a
+  # source and convective and flux faces (every kernel, fused passes too);
+  # and multigrid: a steady solve and backward-Euler steps.
+  sed -e 's/^material = .*/materials = ( { name = "a"; conductivity = 1.0; density = 1.0; specific_heat = 1.0; }, { name = "b"; conductivity = 7.0; density = 2.0; specific_heat = 0.5; } );\nregions = ( { material = "b"; box = { min = [0.2, 0.0, 0.0]; max = [0.6, 0.3, 0.2]; }; } );\nsources = ( { sphere = { center = [0.5, 0.25, 0.15]; radius = 0.1; }; power_density = 10.0; } );/' \
+    -e 's/x_hi = { type = "neumann"; gradient = 0.5; }/x_hi = { type = "convective"; h = 3.0; ambient = 0.2; }/' \
+    -e 's/z_lo = { type = "neumann"; gradient = -1.0; }/z_lo = { type = "flux"; value = 2.0; }/' \
+    "$deck" >"$out/sanitize_mat.cfg"
+  deck0=$deck
+  deck=$out/sanitize_mat.cfg
+  for tool in memcheck racecheck; do
+    for k in naive register_tiled; do
+      for p in float double; do
+        for pts in "[37,19,11]" "[44,19,11]" "[37,23,1]"; do
+          for tb in 1 4; do
+            [ "$tb" = 4 ] && [ "$k" != register_tiled ] && continue
+            sanitize_one "$tool" "$k" "$p" "$pts" "$tb" &
+            n=$((n + 1))
+            if [ $n -ge 8 ]; then wait -n; n=$((n - 1)); fi
+          done
+        done
+      done
+    done
+  done
+  wait
+  for d in "$deck0" "$deck"; do
+    for extra in 'steady.method="multigrid"' 'time.scheme="backward_euler"'; do
+      for p in float double; do
+        name=$out/san_mg_$(basename "$d" .cfg)_${extra%%.*}_$p
+        if compute-sanitizer --tool memcheck --error-exitcode 9 "$heat" run "$d" --quiet \
+          --set "$extra" --set 'time.dt=0.05' --set "solver.precision=$p" \
+          --set "output.dir=$name" >"$name.log" 2>&1 || [ $? = 3 ]; then
+          echo "ok   memcheck multigrid $(basename "$d") $extra $p" >>"$out/sanitize.log"
+        else
+          { echo "FAIL memcheck multigrid $(basename "$d") $extra $p"; cat "$name.log"; } >>"$out/sanitize.log"
+        fi
+        rm -rf "$name" "$name.log"
+      done
+    done
+  done
+  deck=$deck0
   grep -c '^ok' "$out/sanitize.log" | sed 's/$/ sanitizer runs clean/'
   grep '^FAIL' "$out/sanitize.log" && status=1
 fi
