@@ -63,16 +63,30 @@ static void print_numbers(const heat_case *c)
     if (c->grid.dims == 3) printf("  hz %.9g", c->d.h[2]);
     printf("\n");
     if (c->materials.count == 0) printf("diffusivity     %.9g\n", c->alpha);
+    if (heat_case_steady_multigrid(c)) {
+        /* No time steps: the V-cycles are the run's steps. */
+        printf("dt              none: multigrid solves for the steady state (the explicit limit "
+               "would be dt_max = %.9g)\n",
+               c->d.dt_max);
+        return;
+    }
     printf("dt              %.9g (%s)\n", c->d.dt,
-           c->time.has_dt ? (c->time.has_end ? "time.dt, fitted to end" : "time.dt")
-                          : "safety * dt_max, fitted to end");
+           heat_case_implicit(c) ? "time.dt, implicit"
+           : c->time.has_dt      ? (c->time.has_end ? "time.dt, fitted to end" : "time.dt")
+           : c->time.has_end     ? "safety * dt_max, fitted to end"
+                                 : "safety * dt_max");
     if (c->d.general) {
         printf("dt_max          %.9g (stability: set by the nodes of material \"%s\", counting "
                "each face with the largest conductivity it can have)\n",
                c->d.dt_max, c->materials.m[c->d.dt_material].name);
         return;
     }
-    printf("dt_max          %.9g (stability: sum of r <= 1/2)\n", c->d.dt_max);
+    if (heat_case_implicit(c))
+        printf("dt_max          %.9g (the explicit limit; implicit steps are stable above it: dt is "
+               "%.3g times it)\n",
+               c->d.dt_max, c->d.dt / c->d.dt_max);
+    else
+        printf("dt_max          %.9g (stability: sum of r <= 1/2)\n", c->d.dt_max);
     printf("r = a*dt/h^2    rx %.6g  ry %.6g", c->d.r[0], c->d.r[1]);
     if (c->grid.dims == 3) printf("  rz %.6g", c->d.r[2]);
     printf("  (sum %.6g)\n", c->d.r[0] + c->d.r[1] + c->d.r[2]);
@@ -84,7 +98,10 @@ static void print_run(const heat_case *c)
     if (c->time.has_end)
         printf("end             t = %.9g at step %lld\n", c->time.end, (long long)c->d.end_step);
     if (c->time.has_max_steps) printf("max_steps       %lld\n", (long long)c->time.max_steps);
-    if (c->steady.enabled)
+    if (c->steady.enabled && heat_case_steady_multigrid(c))
+        printf("steady          stop when max|du/dt| <= %.6g, checked after every V-cycle\n",
+               c->steady.tolerance);
+    else if (c->steady.enabled)
         printf("steady          stop when max|du/dt| <= %.6g, checked every %lld steps\n",
                c->steady.tolerance, (long long)c->steady.check_every);
     if (c->d.stop_step >= 0)

@@ -269,13 +269,14 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
     return cudaGetLastError();
 }
 
-/* 3D: 64 x 4 threads (the uniform kernel's tile), at least 3 blocks per
- * multiprocessor (the registers the classes need: compiler report in
- * docs/PERFORMANCE.md); 2D: rows of 128 threads. HEAT_CUDA_GTILE (a
- * measurement knob, docs/PERFORMANCE.md) picks another 3D shape:
+/* 3D: 64 x 4 threads (the uniform kernel's tile), 2 blocks per
+ * multiprocessor: 128 registers a thread, so the classes and materials
+ * beside the values spill nothing (3 blocks spilled and ran at 48% of copy
+ * instead of 71%: docs/PERFORMANCE.md); 2D: rows of 128 threads.
+ * HEAT_CUDA_GTILE (a measurement knob) picks another 3D shape:
  * 1: 64 x 4, one value per thread, 6 blocks per multiprocessor;
  * 2: 32 x 8, one value per thread, 6 blocks; 3: 64 x 4, 4 blocks;
- * 4: 64 x 4, 2 blocks (no spills); 5: 64 x 4, two values per thread. */
+ * 4: 64 x 4, 3 blocks; 5: 64 x 4, two values per thread, 3 blocks. */
 static int gtile_knob()
 {
     static int knob = -1;
@@ -294,9 +295,9 @@ static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStre
     case 1: return glaunch<T, true, 1, 64, 4, 6, WSH>(a, stream);
     case 2: return glaunch<T, true, 1, 32, 8, 6, WSH>(a, stream);
     case 3: return glaunch<T, true, VX, 64, 4, 4, WSH>(a, stream);
-    case 4: return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
+    case 4: return glaunch<T, true, VX, 64, 4, 3, WSH>(a, stream);
     case 5: return glaunch<T, true, (VX > 2 ? 2 : VX), 64, 4, 3, WSH>(a, stream);
-    default: return glaunch<T, true, VX, 64, 4, 3, WSH>(a, stream);
+    default: return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
     }
 }
 
