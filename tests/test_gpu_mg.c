@@ -2,7 +2,8 @@
  * V-cycles of the steady solve and implicit steps (backward Euler,
  * Crank-Nicolson) from the same random field give the same field bit for
  * bit, and the same residuals, in float and double, 2D and 3D, on grids of
- * sizes that are not 2^k + 1 and with every uniform face; a singular problem
+ * sizes that are not 2^k + 1 and with every uniform face, and on a deck of
+ * three materials with a source and convective and flux faces; a singular problem
  * (no Dirichlet face), whose kept mean is a sum over nodes, agrees within
  * 1e-12 relative in double. Without a usable GPU the program says why and
  * exits with 77, which ctest reports as skipped. */
@@ -19,6 +20,7 @@
 
 #include "backend.h"
 #include "heat_case.h"
+#include "materials.h"
 #include "test_util.h"
 
 static const char deck[] =
@@ -30,6 +32,25 @@ static const char deck[] =
     "  x_hi = { type = \"neumann\"; gradient = 0.5; };\n"
     "  y_lo = { type = \"periodic\"; }; y_hi = { type = \"periodic\"; };\n"
     "  z_lo = { type = \"dirichlet\"; value = 0.25; }; z_hi = { type = \"neumann\"; }; };\n";
+
+/* The deck of test_materials: the same grid and faces with three materials
+ * (no diffusivity), a source, a convective and a flux face. */
+static const char deck_materials[] =
+    "grid = { points = [37, 29, 21]; length = [1.0, 0.8, 0.6]; };\n"
+    "materials = ({ name = \"a\"; conductivity = 1.0; density = 1.0; specific_heat = 1.0; },\n"
+    "  { name = \"b\"; conductivity = 20.0; density = 3.0; specific_heat = 0.5; },\n"
+    "  { name = \"c\"; conductivity = 0.1; density = 1.5; specific_heat = 2.0; });\n"
+    "regions = ({ material = \"b\"; box = { min = [0.2, 0.0, 0.0]; max = [0.55, 0.5, 0.6]; }; },\n"
+    "  { material = \"c\"; sphere = { center = [0.7, 0.4, 0.3]; radius = 0.2; }; });\n"
+    "sources = ({ box = { min = [0.3, 0.2, 0.1]; max = [0.5, 0.4, 0.3]; }; power_density = 50.0; });\n"
+    "steady = { tolerance = 1.0e-9; method = \"multigrid\"; };\n"
+    "initial = { type = \"constant\"; value = 0.0; };\n"
+    "boundary = { x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
+    "  x_hi = { type = \"convective\"; h = 4.0; ambient = 0.1; };\n"
+    "  y_lo = { type = \"periodic\"; }; y_hi = { type = \"periodic\"; };\n"
+    "  z_lo = { type = \"dirichlet\"; value = 0.25; }; z_hi = { type = \"flux\"; value = -0.5; }; };\n";
+
+static const char *deck_now = deck; /* the deck load() reads */
 
 static double fget(const heat_case *c, const void *f, int64_t i)
 {
@@ -44,7 +65,7 @@ static void load(heat_case *c, const test_sets *sets, const char *be)
     for (int i = 0; i < s.n; i++) s.ptr[i] = s.buf[i];
     test_sets_add(&s, "solver.backend=\"%s\"", be);
     memset(c, 0, sizeof *c);
-    test_load_case(deck, "test_gpu_mg", &s, c);
+    test_load_case(deck_now, "test_gpu_mg", &s, c);
 }
 
 /* A field of uniform random values in [0, 1), the Dirichlet faces holding
@@ -72,6 +93,23 @@ static void *random_field(const heat_case *c, uint64_t seed)
     return f;
 }
 
+/* The classes of the whole grid and their tables, as the driver gives them
+ * to a backend before the multigrid hierarchy is built. */
+static void set_classes(const heat_case *c, heat_backend *b, const char *be)
+{
+    const int64_t lo[3] = {0, 0, 0};
+    uint8_t *cls = malloc((size_t)c->d.points);
+    assert_non_null(cls);
+    heat_classes t = {0};
+    heat_coeffs k = {0};
+    heat_error err;
+    if (heat_materials_paint(c, lo, c->grid.n, cls, &t, NULL, &err) ||
+        heat_case_coeffs(c, &t, &k, &err) || heat_backend_set_classes(b, cls, &k, &err))
+        fail_msg("%s: classes: %s", be, err.msg);
+    heat_coeffs_free(&k);
+    free(cls);
+}
+
 /* `calls` advances of `steps` each on backend `be`: the final field and
  * the residual of each call. */
 static void *advance_on(const test_sets *sets, const char *be, int calls, int steps,
@@ -82,6 +120,7 @@ static void *advance_on(const test_sets *sets, const char *be, int calls, int st
     heat_backend *b = NULL;
     heat_error err;
     if (heat_backend_create(&c, NULL, &b, &err)) fail_msg("%s: %s", be, err.msg);
+    if (c.d.general) set_classes(&c, b, be);
     if (heat_backend_mg_setup(b, &err)) fail_msg("%s: mg_setup: %s", be, err.msg);
     void *f = random_field(&c, 12345);
     assert_int_equal(heat_backend_upload(b, f, &err), HEAT_OK);
@@ -151,6 +190,30 @@ static void test_implicit_steps(void **state)
         }
 }
 
+/* Three materials, a source, a convective and a flux face: the steady
+ * solve and backward-Euler steps. */
+static void test_materials(void **state)
+{
+    (void)state;
+    deck_now = deck_materials;
+    for (int p = 0; p < 2; p++)
+        for (int dims = 2; dims <= 3; dims++)
+            for (int implicit = 0; implicit < 2; implicit++) {
+                test_sets s = {0};
+                test_sets_add(&s, "solver.precision=\"%s\"", p ? "float" : "double");
+                if (dims == 2) test_sets_add(&s, "grid.points=[53, 30, 1]");
+                if (implicit) {
+                    test_sets_add(&s, "steady={tolerance=1e-9; method=\"explicit\";}");
+                    test_sets_add(&s, "time={scheme=\"backward_euler\"; dt=0.05; max_steps=10;}");
+                }
+                char what[96];
+                snprintf(what, sizeof what, "materials, %s, %s, %dD",
+                         implicit ? "backward_euler" : "steady", p ? "float" : "double", dims);
+                compare(&s, 2, 3, 0.0, what);
+            }
+    deck_now = deck;
+}
+
 /* Periodic and Neumann faces only: the mean is kept through a sum. */
 static void test_singular(void **state)
 {
@@ -173,6 +236,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady_cycles),
         cmocka_unit_test(test_implicit_steps),
+        cmocka_unit_test(test_materials),
         cmocka_unit_test(test_singular),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
