@@ -95,7 +95,7 @@ static void print_numbers(const heat_case *c)
 /* The stop rules, the faces, the initial condition and the solver. */
 static void print_run(const heat_case *c)
 {
-    if (c->time.has_end)
+    if (c->time.has_end && !heat_case_steady_multigrid(c))
         printf("end             t = %.9g at step %lld\n", c->time.end, (long long)c->d.end_step);
     if (c->time.has_max_steps) printf("max_steps       %lld\n", (long long)c->time.max_steps);
     if (c->steady.enabled && heat_case_steady_multigrid(c))
@@ -207,28 +207,11 @@ static void print_floor(const heat_case *c)
            c->solver.precision == HEAT_FLOAT ? "Use double precision or" : "Use", floor);
 }
 
-/* Multigrid: the method or scheme, dt against the explicit limit, what a
- * float run can reach; for a singular steady problem, whether its heat
- * input balances (else 2, after saying why). */
-static int print_multigrid(const heat_case *c)
+/* A singular steady multigrid problem (no Dirichlet or convective face)
+ * has a steady state only when its heat input balances: else 2, after
+ * saying why, before the deck is called valid. */
+static int multigrid_balance(const heat_case *c)
 {
-    if (!heat_case_multigrid(c)) return 0;
-    if (heat_case_steady_multigrid(c))
-        printf("multigrid       steady state solved directly: V(2,2) cycles until max|du/dt| <= "
-               "%.6g (each cycle a step of history.csv; time.end and time.dt do not apply)\n",
-               c->steady.tolerance);
-    else
-        printf("multigrid       time.scheme %s: each step one multigrid solve to a relative "
-               "reduction of %.3g; dt %.6g = %.4g times the explicit limit %.6g\n",
-               heat_scheme_name(c->time.scheme), c->solver.implicit_tolerance, c->d.dt,
-               c->d.dt / c->d.dt_max, c->d.dt_max);
-    const double eps = 0x1p-23;
-    if (heat_case_implicit(c) && c->solver.precision == HEAT_FLOAT &&
-        c->solver.implicit_tolerance < 16 * eps)
-        printf("note            solver.implicit_tolerance = %.3g lies below what float resolves "
-               "(about 16 eps = %.2g relative, less where the step changes the field little): "
-               "each step's solve then ends at the rounding floor\n",
-               c->solver.implicit_tolerance, 16 * eps);
     if (!heat_case_steady_multigrid(c) || !heat_case_singular(c)) return 0;
     heat_error err;
     uint8_t *cls = NULL;
@@ -249,9 +232,33 @@ static int print_multigrid(const heat_case *c)
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }
-    printf("note            no Dirichlet or convective face: the steady state is fixed up to a "
-           "constant; multigrid keeps the initial (rho c)-weighted mean\n");
     return 0;
+}
+
+/* Multigrid: the method or scheme, dt against the explicit limit, what a
+ * float run can reach, and the kept mean of a singular problem. */
+static void print_multigrid(const heat_case *c)
+{
+    if (!heat_case_multigrid(c)) return;
+    if (heat_case_steady_multigrid(c))
+        printf("multigrid       steady state solved directly: V(2,2) cycles until max|du/dt| <= "
+               "%.6g (each cycle a step of history.csv; time.end and time.dt do not apply)\n",
+               c->steady.tolerance);
+    else
+        printf("multigrid       time.scheme %s: each step one multigrid solve to a relative "
+               "reduction of %.3g; dt %.6g = %.4g times the explicit limit %.6g\n",
+               heat_scheme_name(c->time.scheme), c->solver.implicit_tolerance, c->d.dt,
+               c->d.dt / c->d.dt_max, c->d.dt_max);
+    const double eps = 0x1p-23;
+    if (heat_case_implicit(c) && c->solver.precision == HEAT_FLOAT &&
+        c->solver.implicit_tolerance < 16 * eps)
+        printf("note            solver.implicit_tolerance = %.3g lies below what float resolves "
+               "(about 16 eps = %.2g relative, less where the step changes the field little): "
+               "each step's solve then ends at the rounding floor\n",
+               c->solver.implicit_tolerance, 16 * eps);
+    if (heat_case_steady_multigrid(c) && heat_case_singular(c))
+        printf("note            no Dirichlet or convective face: the steady state is fixed up to a "
+               "constant; multigrid keeps the initial (rho c)-weighted mean\n");
 }
 
 /* The processes the split is for: the run's ranks (under mpirun), --ranks N,
@@ -302,12 +309,12 @@ int heat_cmd_check(const heat_cli_args *a)
         return 2;
     }
     heat_materials_survey sv;
-    if (survey(&c, &sv)) return 2;
+    if (survey(&c, &sv) || multigrid_balance(&c)) return 2;
     printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");
     print_numbers(&c);
     print_materials(&c, &sv);
     print_run(&c);
-    if (print_multigrid(&c)) return 2;
+    print_multigrid(&c);
     print_output(&c);
     print_floor(&c);
     print_split(&c, n, ranks);
