@@ -75,7 +75,7 @@ static const char usage_bench[] =
     "  --materials       the variable-coefficient update (the deck's materials,\n"
     "                    sources, convective and flux faces): 4 materials and 8 classes\n"
     "                    (4 with a heat source), one drawn at random for every node;\n"
-    "                    GB/s and %% copy then count the class byte each update reads\n"
+    "                    GB/s and % copy then count the class byte each update reads\n"
     "                    (2 * sizeof(value) + 1 bytes); one process only\n"
     "  --json FILE       also write the table as JSON (with the machine and the ceiling)\n"
     "  --help            this text\n"

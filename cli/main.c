@@ -14,7 +14,7 @@
 #endif
 
 static const char usage_main[] =
-    "heat " HEAT_VERSION ": explicit heat-diffusion solver (CPU and GPU)\n"
+    "heat " HEAT_VERSION ": heat-diffusion solver (CPU and GPU)\n"
     "\n"
     "usage: heat run [DECK] [--set key=value]... [--restart PATH|latest] [--overwrite] [--quiet]\n"
     "       heat check DECK [--set key=value]... [--ranks N]\n"
@@ -23,13 +23,15 @@ static const char usage_main[] =
     "       heat --help | heat COMMAND --help | heat --version\n"
     "\n"
     "commands:\n"
-    "  run     march u_t = alpha * laplacian(u) from a deck (the built-in default deck\n"
-    "          when DECK is left out) and write history.csv, snapshots, checkpoints and\n"
-    "          an XDMF time series to output.dir\n"
+    "  run     march rho c u_t = div(k grad u) + q from a deck (the built-in default deck\n"
+    "          when DECK is left out; one or several materials, sources, explicit or\n"
+    "          implicit steps, or the steady state by multigrid) and write history.csv,\n"
+    "          probes.csv, snapshots, checkpoints and an XDMF time series to output.dir\n"
     "  check   validate a deck and print the derived numbers (spacing, r, dt, dt_max,\n"
     "          steps, memory, output volume) without running or writing anything\n"
     "  info    show a snapshot's or checkpoint's metadata and deck, and verify its checksum\n"
-    "  bench   time the stencil sweep against a copy of the same size (GLUP/s, GB/s)\n"
+    "  bench   time the stencil sweep against a copy of the same size (GLUP/s, GB/s);\n"
+    "          --materials: the materials update; --multigrid: one V-cycle per level\n"
     "\n"
     "Under MPI (mpirun -np N heat run DECK, srun -n N heat run DECK) the grid is split\n"
     "over the ranks (parallel.ranks, or the split with the fewest halo points) and every\n"
