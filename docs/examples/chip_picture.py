@@ -27,7 +27,7 @@ def cut_view(reader, array, preset, title, discrete):
     lut.ApplyPreset(preset, True)
     if discrete:
         lut.InterpretValuesAsCategories = 1
-        lut.Annotations = ["0", "mould", "1", "FR-4", "2", "silicon", "3", "copper"]
+        lut.Annotations = ["0", "mold", "1", "fr4", "2", "silicon", "3", "copper"]
     shown.SetScalarBarVisibility(view, True)
     bar = pv.GetScalarBar(lut, view)
     bar.Title = title
