@@ -74,8 +74,8 @@ static int measure_case(const mg_opts *o, const int64_t n[3], const char *prec, 
     snprintf(s2, sizeof s2, "solver.precision=\"%s\"", prec);
     snprintf(s3, sizeof s3, "solver.backend=\"%s\"", o->backend);
     const char *sets[] = {s1, s2, s3, extra, extra2};
-    int rc = heat_deck_load_string(measure_deck, "measure", sets, 3 + (extra != NULL) +
-                                   (extra2 != NULL), c, NULL, NULL, err);
+    int rc = heat_deck_load_string(measure_deck, "measure", sets,
+                                   3 + (extra != NULL) + (extra2 != NULL), c, NULL, NULL, err);
     return rc ? rc : heat_case_derive(c, err);
 }
 

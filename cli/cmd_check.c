@@ -82,9 +82,10 @@ static void print_numbers(const heat_case *c)
         return;
     }
     if (heat_case_implicit(c))
-        printf("dt_max          %.9g (the explicit limit; implicit steps are stable above it: dt is "
-               "%.3g times it)\n",
-               c->d.dt_max, c->d.dt / c->d.dt_max);
+        printf(
+            "dt_max          %.9g (the explicit limit; implicit steps are stable above it: dt is "
+            "%.3g times it)\n",
+            c->d.dt_max, c->d.dt / c->d.dt_max);
     else
         printf("dt_max          %.9g (stability: sum of r <= 1/2)\n", c->d.dt_max);
     printf("r = a*dt/h^2    rx %.6g  ry %.6g", c->d.r[0], c->d.r[1]);

@@ -186,8 +186,8 @@ static int write_collective(heat_h5dist *d, const char *path, const char *tmp,
                          mds = heat_h5_create_material(fid, m, compress)) < 0))
         rc = h5_error(path, doing, err);
     if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
-    rc = write_box_collective(d, ds, m->precision == HEAT_FLOAT ? H5T_NATIVE_FLOAT
-                                                                : H5T_NATIVE_DOUBLE,
+    rc = write_box_collective(d, ds,
+                              m->precision == HEAT_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE,
                               box, path, "writing the field", err);
     if (!rc && m->material)
         rc = write_box_collective(d, mds, H5T_NATIVE_UINT8, m->material, path,
@@ -247,11 +247,11 @@ static MPI_Datatype subarray(const int64_t base[3], const int64_t ext[3], const 
 /* What the gathered writer moves: the field, or the material index. */
 typedef struct {
     hid_t ds;
-    hid_t mtype;           /* its memory type */
-    MPI_Datatype value;    /* the same for MPI */
-    size_t es;             /* bytes per value */
-    const void *box;       /* this rank's box of it */
-    const char *doing;     /* "writing the field", ... for messages */
+    hid_t mtype;        /* its memory type */
+    MPI_Datatype value; /* the same for MPI */
+    size_t es;          /* bytes per value */
+    const void *box;    /* this rank's box of it */
+    const char *doing;  /* "writing the field", ... for messages */
 } gathered_data;
 
 /* The piece [plo, plo + pext) of data `g` into rank 0's `piece`, from every
@@ -268,8 +268,8 @@ static int gather_piece(heat_h5dist *d, const gathered_data *g, const int64_t pl
         int e = MPI_Ssend(g->box, 1, t, 0, TAG_PIECE, d->comm);
         MPI_Type_free(&t);
         if (e != MPI_SUCCESS)
-            rc = heat_error_set(err, HEAT_ERUNTIME, "cannot write %s: sending rank %d's part failed",
-                                path, d->rank);
+            rc = heat_error_set(err, HEAT_ERUNTIME,
+                                "cannot write %s: sending rank %d's part failed", path, d->rank);
         return rc;
     }
     for (int r = 0; r < d->size; r++) {
@@ -325,11 +325,15 @@ static int write_gathered(heat_h5dist *d, const char *path, const char *tmp,
                           const heat_file_meta *m, const void *box, int compress, heat_error *err)
 {
     hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID;
-    gathered_data g = {H5I_INVALID_HID, d->vs == sizeof(float) ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE,
-                       d->vs == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE, d->vs, box,
+    gathered_data g = {H5I_INVALID_HID,
+                       d->vs == sizeof(float) ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE,
+                       d->vs == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE,
+                       d->vs,
+                       box,
                        "writing the field"};
-    gathered_data mat = {H5I_INVALID_HID, H5T_NATIVE_UINT8, MPI_UINT8_T, 1, m->material,
-                         "writing the material index"};
+    gathered_data mat = {H5I_INVALID_HID, H5T_NATIVE_UINT8,
+                         MPI_UINT8_T,     1,
+                         m->material,     "writing the material index"};
     const char *doing = "creating it";
     int rc = HEAT_OK;
     char *piece = NULL;

@@ -345,7 +345,8 @@ hid_t heat_h5_create_material(hid_t fid, const heat_file_meta *m, int compress)
     hid_t pd = H5Gopen2(fid, "/VTKHDF/PointData", H5P_DEFAULT);
     if (pd < 0) return pd;
     const uint8_t fill = 255;
-    hid_t ds = create_point_data(pd, "material", H5T_STD_U8LE, m, compress, H5T_NATIVE_UINT8, &fill);
+    hid_t ds =
+        create_point_data(pd, "material", H5T_STD_U8LE, m, compress, H5T_NATIVE_UINT8, &fill);
     H5Gclose(pd);
     return ds;
 }

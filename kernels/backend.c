@@ -57,8 +57,9 @@ static heat_backend_kind general_backend(const heat_case *c, int part, FILE *not
         return c->solver.backend;
     char why[256];
     if (notices && heat_backend_gpu_usable(why, sizeof why))
-        fprintf(notices, "notice: materials, sources, convective and flux faces run on the CPU "
-                         "backend %s\n",
+        fprintf(notices,
+                "notice: materials, sources, convective and flux faces run on the CPU "
+                "backend %s\n",
                 part ? "under MPI in this version" : "in this build");
     return HEAT_BACKEND_CPU;
 }

@@ -257,8 +257,8 @@ static void fine_needs(const heat_case *c, const heat_coeffs *k, int *need_b, in
 
 /* D0 and b0 of every node; the net heat put in and its magnitude (for the
  * singular problem's solvability). */
-static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int store,
-                      double *net, double *mag)
+static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int store, double *net,
+                      double *mag)
 {
     int need_b, need_d;
     fine_needs(c, k, &need_b, &need_d);

@@ -97,7 +97,8 @@ static int keep_material(run_state *s, const uint8_t *cls, const heat_classes *t
 {
     const int64_t *pl = s->part.lo, *pn = s->part.n;
     s->material = malloc((size_t)(pn[0] * pn[1] * pn[2]));
-    if (!s->material) return heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material index");
+    if (!s->material)
+        return heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material index");
     uint8_t *m = s->material;
     for (int64_t k = 0; k < pn[2]; k++)
         for (int64_t j = 0; j < pn[1]; j++) {

@@ -285,11 +285,10 @@ static void test_temporal_auto(void **state)
     /* Nothing fuses. */
     assert_int_equal(auto_depth("[512, 512, 512]", "float", "solver.backend=\"cpu\""), 1);
     assert_int_equal(auto_depth("[512, 512, 512]", "float", "solver.kernel=\"sliced\""), 1);
-    assert_int_equal(
-        auto_depth2("[512, 512, 512]", "float",
-                    "material={conductivity=1.0; density=1.0; specific_heat=1.0;}",
-                    "boundary.x_lo={type=\"convective\"; h=10.0; ambient=0.0;}"),
-        1);
+    assert_int_equal(auto_depth2("[512, 512, 512]", "float",
+                                 "material={conductivity=1.0; density=1.0; specific_heat=1.0;}",
+                                 "boundary.x_lo={type=\"convective\"; h=10.0; ambient=0.0;}"),
+                     1);
     for (int n = 3; n < 100; n += 7) {
         char pts[64];
         snprintf(pts, sizeof pts, "[%d, %d, %d]", n, n, n);

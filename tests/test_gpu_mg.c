@@ -42,13 +42,15 @@ static const char deck_materials[] =
     "  { name = \"c\"; conductivity = 0.1; density = 1.5; specific_heat = 2.0; });\n"
     "regions = ({ material = \"b\"; box = { min = [0.2, 0.0, 0.0]; max = [0.55, 0.5, 0.6]; }; },\n"
     "  { material = \"c\"; sphere = { center = [0.7, 0.4, 0.3]; radius = 0.2; }; });\n"
-    "sources = ({ box = { min = [0.3, 0.2, 0.1]; max = [0.5, 0.4, 0.3]; }; power_density = 50.0; });\n"
+    "sources = ({ box = { min = [0.3, 0.2, 0.1]; max = [0.5, 0.4, 0.3]; }; power_density = 50.0; "
+    "});\n"
     "steady = { tolerance = 1.0e-9; method = \"multigrid\"; };\n"
     "initial = { type = \"constant\"; value = 0.0; };\n"
     "boundary = { x_lo = { type = \"dirichlet\"; value = 1.0; };\n"
     "  x_hi = { type = \"convective\"; h = 4.0; ambient = 0.1; };\n"
     "  y_lo = { type = \"periodic\"; }; y_hi = { type = \"periodic\"; };\n"
-    "  z_lo = { type = \"dirichlet\"; value = 0.25; }; z_hi = { type = \"flux\"; value = -0.5; }; };\n";
+    "  z_lo = { type = \"dirichlet\"; value = 0.25; }; z_hi = { type = \"flux\"; value = -0.5; }; "
+    "};\n";
 
 static const char *deck_now = deck; /* the deck load() reads */
 
@@ -112,8 +114,7 @@ static void set_classes(const heat_case *c, heat_backend *b, const char *be)
 
 /* `calls` advances of `steps` each on backend `be`: the final field and
  * the residual of each call. */
-static void *advance_on(const test_sets *sets, const char *be, int calls, int steps,
-                        double *resid)
+static void *advance_on(const test_sets *sets, const char *be, int calls, int steps, double *resid)
 {
     heat_case c;
     load(&c, sets, be);

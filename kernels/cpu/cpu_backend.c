@@ -258,9 +258,9 @@ double heat_cpu_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scratch,
-                        const void *u, size_t bytes, int steps, int runs, double *copy_ms,
-                        double *steps_ms, heat_error *err)
+int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scratch, const void *u,
+                        size_t bytes, int steps, int runs, double *copy_ms, double *steps_ms,
+                        heat_error *err)
 {
     if (!*scratch && !(*scratch = malloc(bytes)))
         return heat_error_set(err, HEAT_ERUNTIME, "heat bench: cannot allocate the copy's %.3g GB",

@@ -48,9 +48,9 @@ double heat_cpu_median(double *v, int n);
  * milliseconds. */
 typedef int (*heat_cpu_advance_fn)(heat_backend *b, int64_t steps, double *residual,
                                    heat_error *err);
-int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scratch,
-                        const void *u, size_t bytes, int steps, int runs, double *copy_ms,
-                        double *steps_ms, heat_error *err);
+int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scratch, const void *u,
+                        size_t bytes, int steps, int runs, double *copy_ms, double *steps_ms,
+                        heat_error *err);
 
 /* Multigrid on the CPU (cpu_mg.c, kernels/mg.h): the hierarchy of the case
  * over the field's two buffers u (the field) and v, with the grid's classes

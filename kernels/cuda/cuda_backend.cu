@@ -676,7 +676,9 @@ static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
     if (heat_case_multigrid(c)) {
         /* Multigrid builds its own operator from these (cuda_mg_setup). */
         uint8_t *copy = (uint8_t *)malloc(n);
-        if (!copy) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory for the classes");
+        if (!copy)
+            return heat_error_set(err, HEAT_ERUNTIME,
+                                  "cuda backend: out of memory for the classes");
         memcpy(copy, cls, n);
         free(s->h_cls);
         s->h_cls = copy;

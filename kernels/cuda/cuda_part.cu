@@ -706,11 +706,10 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
         return rc;
     }
     if (fused)
-        snprintf(b->description, sizeof b->description,
-                 "cuda (%s, %s kernel, %d steps per pass%s, %s)", prop.name,
-                 heat_kernel_name(c->solver.kernel), depth,
-                 c->solver.temporal_auto ? " (auto)" : "",
-                 heat_precision_name(c->solver.precision));
+        snprintf(
+            b->description, sizeof b->description, "cuda (%s, %s kernel, %d steps per pass%s, %s)",
+            prop.name, heat_kernel_name(c->solver.kernel), depth,
+            c->solver.temporal_auto ? " (auto)" : "", heat_precision_name(c->solver.precision));
     else
         snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop.name,
                  heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));

@@ -292,12 +292,18 @@ static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStre
 {
     if (!d3) return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
     switch (gtile_knob()) {
-    case 1: return glaunch<T, true, 1, 64, 4, 6, WSH>(a, stream);
-    case 2: return glaunch<T, true, 1, 32, 8, 6, WSH>(a, stream);
-    case 3: return glaunch<T, true, VX, 64, 4, 4, WSH>(a, stream);
-    case 4: return glaunch<T, true, VX, 64, 4, 3, WSH>(a, stream);
-    case 5: return glaunch<T, true, (VX > 2 ? 2 : VX), 64, 4, 3, WSH>(a, stream);
-    default: return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
+    case 1:
+        return glaunch<T, true, 1, 64, 4, 6, WSH>(a, stream);
+    case 2:
+        return glaunch<T, true, 1, 32, 8, 6, WSH>(a, stream);
+    case 3:
+        return glaunch<T, true, VX, 64, 4, 4, WSH>(a, stream);
+    case 4:
+        return glaunch<T, true, VX, 64, 4, 3, WSH>(a, stream);
+    case 5:
+        return glaunch<T, true, (VX > 2 ? 2 : VX), 64, 4, 3, WSH>(a, stream);
+    default:
+        return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
     }
 }
 

@@ -97,10 +97,10 @@ static __device__ __forceinline__ double rhs_value(double c, double ac, double m
 
 template <typename T> struct mgd_level {
     int n[3];
-    T *x0, *x1, *b;            /* b NULL: zero */
-    const T *t[3], *dg;        /* coarse levels; dg NULL: zero */
-    const T *v[3], *ih[3];     /* axes */
-    const int *pp[3], *pr[3];  /* prolongation (this level's nodes) and restriction tables */
+    T *x0, *x1, *b;           /* b NULL: zero */
+    const T *t[3], *dg;       /* coarse levels; dg NULL: zero */
+    const T *v[3], *ih[3];    /* axes */
+    const int *pp[3], *pr[3]; /* prolongation (this level's nodes) and restriction tables */
     const T *wp[3], *wr[3];
     int held[3][2];
     T cheb[2 * HEAT_MG_SWEEPS][2];
@@ -159,8 +159,7 @@ __device__ __forceinline__ bool held_at(const mgd_level<T> &L, int i, int j, int
            (k == 0 && L.held[2][0]) || (k == L.n[2] - 1 && L.held[2][1]);
 }
 
-template <typename T>
-__device__ __forceinline__ unsigned long long abs_bits(T v)
+template <typename T> __device__ __forceinline__ unsigned long long abs_bits(T v)
 {
     return (unsigned long long)__double_as_longlong(fabs((double)v));
 }
@@ -212,9 +211,9 @@ __device__ __forceinline__ T point_resid(const mgd_level<T> &L, const mgd_fine<T
 /* One pass over level L: tiles of (32 x 8) nodes of an x-y plane, each
  * thread marching along z through planes k0 .. k1 - 1 of its column. */
 template <typename T, bool L0, int PASS>
-__global__ void __launch_bounds__(256) mg_pass_kernel(const mgd_level<T> L, const mgd_fine<T> F,
-                                                      int sweep, int zero, int kchunk,
-                                                      mg_norms *norms)
+__global__ void __launch_bounds__(256)
+    mg_pass_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int zero, int kchunk,
+                   mg_norms *norms)
 {
     const int i = blockIdx.x * 32 + threadIdx.x, j = blockIdx.y * 8 + threadIdx.y;
     const bool in = i < L.n[0] && j < L.n[1];
@@ -393,8 +392,8 @@ static void note_launch(cuda_mg *g)
 /* A stencil pass over level l: tiles of 32 x 8 columns, the planes cut into
  * runs so that about 8 blocks per multiprocessor are in flight. */
 template <typename T, int PASS>
-static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F, bool l0,
-                        int sweep, int zero)
+static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F, bool l0, int sweep,
+                        int zero)
 {
     const dim3 block(32, 8, 1);
     const unsigned gx = (unsigned)((L.n[0] + 31) / 32), gy = (unsigned)((L.n[1] + 7) / 8);
@@ -545,8 +544,8 @@ static int op_shift(void *ctx, double delta, heat_error *err)
     cuda_mg *g = (cuda_mg *)ctx;
     const long long n = g->m->lv[0].points;
     if (g->is_float)
-        mg_shift_kernel<float><<<blocks_of(n, 256), 256, 0, g->stream>>>(g->lf[0].x0, n,
-                                                                         (float)delta);
+        mg_shift_kernel<float>
+            <<<blocks_of(n, 256), 256, 0, g->stream>>>(g->lf[0].x0, n, (float)delta);
     else
         mg_shift_kernel<double><<<blocks_of(n, 256), 256, 0, g->stream>>>(g->ld[0].x0, n, delta);
     note_launch(g);
@@ -580,8 +579,8 @@ static int op_dudt(void *ctx, double *m, heat_error *err)
         mg_dudt_kernel<double>
             <<<blocks_of(n, 256), 256, 0, g->stream>>>(g->ld[0].x0, g->fd.keep, n, g->d_max);
     note_launch(g);
-    MG_CUDA_CHECK(cudaMemcpyAsync(g->h_max, g->d_max, sizeof *g->h_max, cudaMemcpyDeviceToHost,
-                                  g->stream));
+    MG_CUDA_CHECK(
+        cudaMemcpyAsync(g->h_max, g->d_max, sizeof *g->h_max, cudaMemcpyDeviceToHost, g->stream));
     int rc = finish(g, err);
     if (!rc) *m = bits_value(*g->h_max) / g->m->dt;
     return rc;
@@ -746,8 +745,8 @@ static int check_memory(const cuda_mg *g, heat_error *err)
 {
     size_t free_b = 0, total_b = 0;
     MG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    const double need = heat_mg_bytes(g->m, g->is_float ? 4 : 8) +
-                        (g->m->cls ? (double)g->m->lv[0].points : 0.0);
+    const double need =
+        heat_mg_bytes(g->m, g->is_float ? 4 : 8) + (g->m->cls ? (double)g->m->lv[0].points : 0.0);
     if (need + (64 << 20) > (double)free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: the multigrid levels need %.3f GB, %.3f GB free of "
@@ -757,8 +756,7 @@ static int check_memory(const cuda_mg *g, heat_error *err)
 }
 
 int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t stream,
-                                   const uint8_t *cls, const heat_coeffs *k, cuda_mg **out,
-                                   heat_error *err)
+                        const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err)
 {
     *out = nullptr;
     cuda_mg *g = new (std::nothrow) cuda_mg();
@@ -771,7 +769,8 @@ int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t strea
         g->sms = 1;
     int rc = heat_mg_build(c, cls, k, &g->m, err);
     if (!rc) rc = check_memory(g, err);
-    if (!rc) rc = g->is_float ? upload<float>(g, u, v, cls, err) : upload<double>(g, u, v, cls, err);
+    if (!rc)
+        rc = g->is_float ? upload<float>(g, u, v, cls, err) : upload<double>(g, u, v, cls, err);
     if (!rc) {
         cudaError_t e = cudaMalloc(&g->d_norms, sizeof *g->d_norms);
         if (e == cudaSuccess) e = cudaMallocHost(&g->h_norms, sizeof *g->h_norms);
@@ -815,8 +814,7 @@ void heat_cuda_mg_destroy(cuda_mg *g)
 
 int heat_cuda_mg_advance(cuda_mg *g, int64_t steps, double *residual, heat_error *err)
 {
-    if (g->m->implicit)
-        return heat_mg_implicit(g->m, &graph_ops, g, &g->st, steps, residual, err);
+    if (g->m->implicit) return heat_mg_implicit(g->m, &graph_ops, g, &g->st, steps, residual, err);
     return heat_mg_steady(g->m, &graph_ops, g, &g->st, steps, residual, err);
 }
 
