@@ -593,6 +593,39 @@ static int bench_rows(const bench_opts *o, FILE *jf)
     return 0;
 }
 
+/* Which backends: a GPU where one is usable, unless told (1 when told
+ * cuda without one, after saying why). Under MPI each rank on its own GPU,
+ * and the GPU only when every rank has one. Then the default sizes. */
+static int choose_backends(bench_opts *o)
+{
+    heat_par *par = heat_par_world();
+    if (heat_par_size(par) > 1) {
+        heat_halo_comm hc;
+        heat_par_halo_comm(par, &hc);
+        heat_backend_select_gpu(hc.node_rank);
+    }
+    char why[512];
+    int gpu_ok = heat_backend_gpu_usable(why, sizeof why);
+    double missing = !gpu_ok;
+    heat_par_max(par, &missing, 1);
+    if (missing > 0 && gpu_ok) {
+        snprintf(why, sizeof why, "not every rank has a usable GPU");
+        gpu_ok = 0;
+    }
+    if (o->want_cpu < 0) o->want_cpu = !gpu_ok, o->want_cuda = gpu_ok;
+    if (o->want_cuda && !gpu_ok) {
+        fprintf(stderr, "heat bench: --backend cuda: %s\n", why);
+        return 1;
+    }
+    if (o->nsizes == 0) {
+        int64_t cpu_def[2][3] = {{256, 256, 256}, {4096, 4096, 1}};
+        int64_t gpu_def[2][3] = {{512, 512, 512}, {8192, 8192, 1}};
+        memcpy(o->sizes, o->want_cuda ? gpu_def : cpu_def, sizeof cpu_def);
+        o->nsizes = 2;
+    }
+    return 0;
+}
+
 int heat_cmd_bench(int argc, char **argv)
 {
     bench_opts o = {.runs = 20,
@@ -611,33 +644,7 @@ int heat_cmd_bench(int argc, char **argv)
         i += used;
     }
 
-    /* Which backends: a GPU where one is usable, unless told. Under MPI each
-     * rank on its own GPU, and the GPU only when every rank has one. */
-    heat_par *par = heat_par_world();
-    if (heat_par_size(par) > 1) {
-        heat_halo_comm hc;
-        heat_par_halo_comm(par, &hc);
-        heat_backend_select_gpu(hc.node_rank);
-    }
-    char why[512];
-    int gpu_ok = heat_backend_gpu_usable(why, sizeof why);
-    double missing = !gpu_ok;
-    heat_par_max(par, &missing, 1);
-    if (missing > 0 && gpu_ok) {
-        snprintf(why, sizeof why, "not every rank has a usable GPU");
-        gpu_ok = 0;
-    }
-    if (o.want_cpu < 0) o.want_cpu = !gpu_ok, o.want_cuda = gpu_ok;
-    if (o.want_cuda && !gpu_ok) {
-        fprintf(stderr, "heat bench: --backend cuda: %s\n", why);
-        return 1;
-    }
-    if (o.nsizes == 0) {
-        int64_t cpu_def[2][3] = {{256, 256, 256}, {4096, 4096, 1}};
-        int64_t gpu_def[2][3] = {{512, 512, 512}, {8192, 8192, 1}};
-        memcpy(o.sizes, o.want_cuda ? gpu_def : cpu_def, sizeof cpu_def);
-        o.nsizes = 2;
-    }
+    if (choose_backends(&o)) return 1;
     FILE *jf = NULL;
     if (o.json && !(jf = fopen(o.json, "w"))) {
         fprintf(stderr, "heat bench: cannot write %s: %s\n", o.json, strerror(errno));
