@@ -93,24 +93,30 @@ EOF
     fi
     rm -rf "$d" "$d.log"
   }
+  # Every run of the kernels $1 on the shapes $2 with both tools and
+  # precisions; register_tiled also with 4 steps fused per pass (13 steps:
+  # a remainder pass at the end). Eight at a time.
   n=0
-  for tool in memcheck racecheck; do
-    for k in naive tiled sliced register_tiled; do
-      for p in float double; do
-        for pts in "[37,19,11]" "[44,19,11]" "[37,23,1]" "[520,23,1]"; do
-          # register_tiled also with 4 steps fused per pass (13 steps: a
-          # remainder pass at the end).
-          for tb in 1 4; do
-            [ "$tb" = 4 ] && [ "$k" != register_tiled ] && continue
-            sanitize_one "$tool" "$k" "$p" "$pts" "$tb" &
-            n=$((n + 1))
-            if [ $n -ge 8 ]; then wait -n; n=$((n - 1)); fi
+  sanitize_all() {
+    local tool k p pts tb shapes
+    read -ra shapes <<<"$2" # (no globbing: the shapes look like bracket patterns)
+    for tool in memcheck racecheck; do
+      for k in $1; do
+        for p in float double; do
+          for pts in "${shapes[@]}"; do
+            for tb in 1 4; do
+              [ "$tb" = 4 ] && [ "$k" != register_tiled ] && continue
+              sanitize_one "$tool" "$k" "$p" "$pts" "$tb" &
+              n=$((n + 1))
+              if [ $n -ge 8 ]; then wait -n; n=$((n - 1)); fi
+            done
           done
         done
       done
     done
-  done
-  wait
+    wait
+  }
+  sanitize_all "naive tiled sliced register_tiled" "[37,19,11] [44,19,11] [37,23,1] [520,23,1]"
   # The variable-coefficient kernels: the same deck with two materials, a
   # source and convective and flux faces (every kernel, fused passes too);
   # and multigrid: a steady solve and backward-Euler steps.
@@ -120,21 +126,7 @@ EOF
     "$deck" >"$out/sanitize_mat.cfg"
   deck0=$deck
   deck=$out/sanitize_mat.cfg
-  for tool in memcheck racecheck; do
-    for k in naive register_tiled; do
-      for p in float double; do
-        for pts in "[37,19,11]" "[44,19,11]" "[37,23,1]"; do
-          for tb in 1 4; do
-            [ "$tb" = 4 ] && [ "$k" != register_tiled ] && continue
-            sanitize_one "$tool" "$k" "$p" "$pts" "$tb" &
-            n=$((n + 1))
-            if [ $n -ge 8 ]; then wait -n; n=$((n - 1)); fi
-          done
-        done
-      done
-    done
-  done
-  wait
+  sanitize_all "naive register_tiled" "[37,19,11] [44,19,11] [37,23,1]"
   for d in "$deck0" "$deck"; do
     for extra in 'steady.method="multigrid"' 'time.scheme="backward_euler"'; do
       for p in float double; do
