@@ -66,7 +66,8 @@ if has build; then
     nvcc --version | tail -1
   } | tee "$out/machine.txt"
   if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON -DHEAT_MPI=ON \
-    -DCMAKE_CUDA_ARCHITECTURES="$archs" -DHEAT_BUILD_TESTS=ON >"$out/configure-mpi.log" 2>&1 &&
+    -DCMAKE_CUDA_ARCHITECTURES="$archs" -DHEAT_BUILD_TESTS="$(has tests && echo ON || echo OFF)" \
+    >"$out/configure-mpi.log" 2>&1 &&
     cmake --build "$build" -j"$jobs" >"$out/build-mpi.log" 2>&1 &&
     cmake -S . -B "$plain" -DCMAKE_BUILD_TYPE=Release -DHEAT_CUDA=ON -DHEAT_MPI=OFF \
       -DCMAKE_CUDA_ARCHITECTURES="$archs" -DHEAT_BUILD_TESTS=OFF >"$out/configure-nompi.log" 2>&1 &&
