@@ -359,21 +359,69 @@ static double value_at(const heat_case *c, const void *f, int64_t i)
                                              : ((const double *)f)[i];
 }
 
+void heat_stats_row(const heat_case *c, const void *row, int64_t n, double *min, double *max,
+                    double *sum)
+{
+    double part[HEAT_STATS_LANES] = {0}, lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        const double v = value_at(c, row, i);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        part[i % HEAT_STATS_LANES] += v;
+    }
+    double s = 0;
+    for (int l = 0; l < HEAT_STATS_LANES; l++) s += part[l];
+    *min = lo, *max = hi, *sum = s;
+}
+
+void heat_stats_fold(int64_t rows, const double *rmin, const double *rmax, const double *rsum,
+                     double *min, double *max, double *sum)
+{
+    double lo = *min, hi = *max, s = *sum;
+    for (int64_t r = 0; r < rows; r++) {
+        lo = rmin[r] < lo ? rmin[r] : lo;
+        hi = rmax[r] > hi ? rmax[r] : hi;
+        s += rsum[r];
+    }
+    /* (-0 and +0 compare equal: which one a fold keeps depends on its order) */
+    *min = lo == 0 ? 0.0 : lo, *max = hi == 0 ? 0.0 : hi, *sum = s;
+}
+
+void heat_stats_field(const heat_case *c, const void *f, double *min, double *max, double *sum)
+{
+    heat_stats_rows(c, f, c->grid.n[0], c->grid.n[1] * c->grid.n[2], min, max, sum);
+}
+
+void heat_stats_rows(const heat_case *c, const void *f, int64_t nx, int64_t rows, double *min,
+                     double *max, double *sum)
+{
+    const size_t vs = heat_case_value_size(c);
+    double *r = malloc((size_t)rows * 3 * sizeof *r);
+    *min = INFINITY, *max = -INFINITY, *sum = 0;
+    if (!r) { /* the same order, one row at a time */
+        for (int64_t j = 0; j < rows; j++) {
+            double lo, hi, s;
+            heat_stats_row(c, (const char *)f + (size_t)(j * nx) * vs, nx, &lo, &hi, &s);
+            heat_stats_fold(1, &lo, &hi, &s, min, max, sum);
+        }
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < rows; j++)
+        heat_stats_row(c, (const char *)f + (size_t)(j * nx) * vs, nx, &r[j], &r[rows + j],
+                       &r[2 * rows + j]);
+    heat_stats_fold(rows, r, r + rows, r + 2 * rows, min, max, sum);
+    free(r);
+}
+
 int heat_backend_field_stats(heat_backend *b, double *min, double *max, double *sum,
                              heat_error *err)
 {
     if (b->ops->field_stats) return b->ops->field_stats(b, min, max, sum, err);
     void *f = download_all(b, err);
     if (!f) return err->code;
-    double lo = INFINITY, hi = -INFINITY, s = 0;
-    for (int64_t i = 0; i < b->c->d.points; i++) {
-        const double v = value_at(b->c, f, i);
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-        s += v;
-    }
+    heat_stats_field(b->c, f, min, max, sum);
     free(f);
-    *min = lo, *max = hi, *sum = s;
     return HEAT_OK;
 }
 

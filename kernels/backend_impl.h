@@ -38,6 +38,26 @@ typedef struct heat_backend_ops {
     int (*mg_bench)(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err);
 } heat_backend_ops;
 
+/* The field's minimum, maximum and sum in one order for every backend, so
+ * that history.csv's min, max and mean come out the same bits on each: a
+ * row of n values (x fastest) is summed in double by HEAT_STATS_LANES
+ * interleaved partial sums (value i into partial i mod HEAT_STATS_LANES, in
+ * order of i, each from 0) that are then added in order from 0; the rows'
+ * sums are added in the field's order (y, then z). Minimum and maximum skip
+ * NaN; a zero extreme is +0. */
+#define HEAT_STATS_LANES 32
+/* One row: its minimum, maximum and sum (the sum from 0, as above). */
+void heat_stats_row(const heat_case *c, const void *row, int64_t n, double *min, double *max,
+                    double *sum);
+/* Folds `rows` rows' minima, maxima and sums, in order, into the field's. */
+void heat_stats_fold(int64_t rows, const double *rmin, const double *rmax, const double *rsum,
+                     double *min, double *max, double *sum);
+/* `rows` rows of nx values, one after the other (in parallel, folded in
+ * order); heat_stats_field: the whole grid. */
+void heat_stats_rows(const heat_case *c, const void *f, int64_t nx, int64_t rows, double *min,
+                     double *max, double *sum);
+void heat_stats_field(const heat_case *c, const void *f, double *min, double *max, double *sum);
+
 struct heat_backend {
     const heat_backend_ops *ops;
     const heat_case *c;

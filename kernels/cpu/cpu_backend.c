@@ -353,37 +353,12 @@ static int cpu_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error
     return rc;
 }
 
-/* Over n values of the field (the precision's): min, max and sum; and the
- * values at some indices. Shared with the distributed part (cpu_part.c),
- * which passes each owned row. */
-void heat_cpu_stats(const heat_case *c, const void *f, int64_t n, double *min, double *max,
-                    double *sum)
-{
-    double lo = *min, hi = *max, s = *sum;
-    if (c->solver.precision == HEAT_FLOAT) {
-        const float *v = f;
-        for (int64_t i = 0; i < n; i++) {
-            lo = v[i] < lo ? v[i] : lo;
-            hi = v[i] > hi ? v[i] : hi;
-            s += v[i];
-        }
-    } else {
-        const double *v = f;
-        for (int64_t i = 0; i < n; i++) {
-            lo = v[i] < lo ? v[i] : lo;
-            hi = v[i] > hi ? v[i] : hi;
-            s += v[i];
-        }
-    }
-    *min = lo, *max = hi, *sum = s;
-}
-
+/* The field's statistics (backend_impl.h) and the values at some indices. */
 static int cpu_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     (void)err;
     cpu_state *s = b->impl;
-    *min = INFINITY, *max = -INFINITY, *sum = 0;
-    heat_cpu_stats(b->c, s->u, b->c->d.points, min, max, sum);
+    heat_stats_field(b->c, s->u, min, max, sum);
     return HEAT_OK;
 }
 

@@ -26,10 +26,6 @@ typedef struct cpu_box {
  * max |u' - u| over the nodes written when `residual`, else 0. */
 double heat_cpu_sweep(const heat_case *c, const cpu_box *g, const void *u, void *out, int residual);
 
-/* Folds n values of a field of the case's precision into *min, *max, *sum. */
-void heat_cpu_stats(const heat_case *c, const void *f, int64_t n, double *min, double *max,
-                    double *sum);
-
 /* The tables of the variable-coefficient update in the run's precision. */
 typedef struct cpu_gen cpu_gen;
 

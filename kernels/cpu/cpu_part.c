@@ -313,9 +313,12 @@ static int part_field_stats(heat_backend *b, double *min, double *max, double *s
     const hbox *o = &s->p.owned;
     *min = INFINITY, *max = -INFINITY, *sum = 0;
     for (int64_t k = o->lo[2]; k < o->hi[2]; k++)
-        for (int64_t j = o->lo[1]; j < o->hi[1]; j++)
-            heat_cpu_stats(b->c, (const char *)s->u + heat_halo_at(&s->p, o->lo[0], j, k) * s->vs,
-                           o->hi[0] - o->lo[0], min, max, sum);
+        for (int64_t j = o->lo[1]; j < o->hi[1]; j++) {
+            double lo, hi, sm;
+            heat_stats_row(b->c, (const char *)s->u + heat_halo_at(&s->p, o->lo[0], j, k) * s->vs,
+                           o->hi[0] - o->lo[0], &lo, &hi, &sm);
+            heat_stats_fold(1, &lo, &hi, &sm, min, max, sum);
+        }
     return HEAT_OK;
 }
 

@@ -41,6 +41,7 @@ typedef struct cuda_state {
     void *scratch;               /* bench only: the copy's target */
     unsigned long long *d_resid; /* device: max |du| bits of a check step */
     unsigned long long *h_resid; /* pinned host copy */
+    double *d_rows, *h_rows;     /* field_stats: each row's min, max and sum (3 x rows) */
     cudaStream_t stream;
     cudaEvent_t ev[4];
     size_t bytes;
@@ -296,6 +297,8 @@ static void cuda_destroy(heat_backend *b)
         cudaFreeHost(s->h_resid);
         cudaFree(s->d_cls);
         cudaFree(s->d_tab);
+        cudaFree(s->d_rows);
+        cudaFreeHost(s->h_rows);
         free(s->h_cls);
         for (int i = 0; i < 4; i++)
             if (s->ev[i]) cudaEventDestroy(s->ev[i]);
@@ -310,6 +313,10 @@ static int cuda_bench_time(heat_backend *b, int steps, int runs, double *copy_ms
 static int cuda_poison_next(heat_backend *b, heat_error *err);
 static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
                             heat_error *err);
+static int cuda_field_stats(heat_backend *b, double *min, double *max, double *sum,
+                            heat_error *err);
+static int cuda_sample(heat_backend *b, int n, const int64_t *index, double *values,
+                       heat_error *err);
 
 /* (Positional: C++17 has no designated initializers. The whole grid is the
  * class box, the dispatch's default.) */
@@ -324,7 +331,9 @@ static const heat_backend_ops cuda_ops = {cuda_upload,
                                           nullptr /* halo_stats */,
                                           nullptr /* bench_halo */,
                                           nullptr /* class_box */,
-                                          cuda_set_classes};
+                                          cuda_set_classes,
+                                          cuda_field_stats,
+                                          cuda_sample};
 
 /* Multigrid (k_mg.cu): the same table with its operations. */
 static int cuda_mg_setup(heat_backend *b, heat_error *err)
@@ -725,4 +734,83 @@ static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
 extern "C" int heat_cuda_general(void)
 {
     return 1;
+}
+
+/* ---- history.csv's statistics and probes, without downloading the field ---- */
+
+/* One warp per row of the field: lane l sums the values l, l + 32, ... in
+ * order, and the lanes' sums are added in lane order (the order of
+ * heat_stats_row, backend_impl.h, so that the bits are the CPU's); the
+ * row's minimum and maximum skip NaN as there. */
+template <typename T>
+__global__ void stats_rows_kernel(const T *u, long long nx, long long rows, double *rmin,
+                                  double *rmax, double *rsum)
+{
+    static_assert(HEAT_STATS_LANES == 32, "a warp's lanes are the partial sums");
+    const long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31;
+    if (row >= rows) return; /* whole warps: the block is a multiple of 32 */
+    const T *v = u + row * nx;
+    double part = 0, lo = INFINITY, hi = -INFINITY;
+    for (long long i = lane; i < nx; i += 32) {
+        const double x = (double)v[i];
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        part = part + x;
+    }
+    double s = 0;
+    for (int l = 0; l < 32; l++) s = s + __shfl_sync(0xffffffffu, part, l);
+    for (int o = 16; o > 0; o >>= 1) {
+        const double a = __shfl_down_sync(0xffffffffu, lo, o);
+        const double c = __shfl_down_sync(0xffffffffu, hi, o);
+        lo = a < lo ? a : lo;
+        hi = c > hi ? c : hi;
+    }
+    if (lane == 0) rmin[row] = lo, rmax[row] = hi, rsum[row] = s;
+}
+
+static int cuda_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    const heat_case *c = b->c;
+    const long long nx = c->grid.n[0], rows = (long long)c->grid.n[1] * c->grid.n[2];
+    const size_t bytes = (size_t)rows * 3 * sizeof(double);
+    if (!s->d_rows) {
+        HEAT_CUDA_CHECK(cudaMalloc(&s->d_rows, bytes));
+        HEAT_CUDA_CHECK(cudaMallocHost(&s->h_rows, bytes));
+    }
+    double *d = s->d_rows;
+    const int threads = 256;
+    const unsigned blocks = (unsigned)((rows * 32 + threads - 1) / threads);
+    if (c->solver.precision == HEAT_FLOAT)
+        stats_rows_kernel<float><<<blocks, threads, 0, s->stream>>>((const float *)s->u, nx, rows,
+                                                                    d, d + rows, d + 2 * rows);
+    else
+        stats_rows_kernel<double><<<blocks, threads, 0, s->stream>>>((const double *)s->u, nx, rows,
+                                                                     d, d + rows, d + 2 * rows);
+    HEAT_CUDA_CHECK(cudaGetLastError());
+    HEAT_CUDA_CHECK(cudaMemcpyAsync(s->h_rows, d, bytes, cudaMemcpyDeviceToHost, s->stream));
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    const double *h = s->h_rows;
+    *min = INFINITY, *max = -INFINITY, *sum = 0;
+    heat_stats_fold(rows, h, h + rows, h + 2 * rows, min, max, sum);
+    return HEAT_OK;
+}
+
+/* The values at some nodes: one small copy each. */
+static int cuda_sample(heat_backend *b, int n, const int64_t *index, double *values,
+                       heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    const size_t vs = heat_case_value_size(b->c);
+    for (int i = 0; i < n; i++) {
+        double v = 0;
+        float f = 0;
+        void *to = vs == sizeof(float) ? (void *)&f : (void *)&v;
+        HEAT_CUDA_CHECK(
+            cudaMemcpy(to, (const char *)s->u + (size_t)index[i] * vs, vs, cudaMemcpyDeviceToHost));
+        values[i] = vs == sizeof(float) ? (double)f : v;
+    }
+    return HEAT_OK;
 }

@@ -510,9 +510,26 @@ static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
     *st = ((const part_state *)b->impl)->st;
 }
 
+/* history.csv's statistics of the owned box (backend_impl.h's order, row by
+ * row as the CPU's part does), from a download of it. */
+static int part_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    const int64_t *n = s->p.part.n;
+    void *f = malloc((size_t)(n[0] * n[1] * n[2]) * s->vs);
+    if (!f) return heat_error_set(err, HEAT_ERUNTIME, "out of memory for the field's statistics");
+    int rc = part_download(b, f, err);
+    if (!rc) heat_stats_rows(b->c, f, n[0], n[1] * n[2], min, max, sum);
+    free(f);
+    return rc;
+}
+
+/* (Positional: C++17 has no designated initializers.) */
 static const heat_backend_ops part_ops = {
-    part_upload,    part_advance,    part_download, part_destroy,    part_host_alloc,
-    part_host_free, part_bench_time, NULL,          part_halo_stats, part_bench_halo};
+    part_upload,     part_advance,    part_download,        part_destroy,
+    part_host_alloc, part_host_free,  part_bench_time,      NULL /* poison_next */,
+    part_halo_stats, part_bench_halo, NULL /* class_box */, NULL /* set_classes */,
+    part_field_stats};
 
 /* ----------------------------------------------------------- creation */
 
