@@ -272,39 +272,13 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
 /* 3D: 64 x 4 threads (the uniform kernel's tile), 2 blocks per
  * multiprocessor: 128 registers a thread, so the classes and materials
  * beside the values spill nothing (3 blocks spilled and ran at 48% of copy
- * instead of 71%: docs/PERFORMANCE.md); 2D: rows of 128 threads.
- * HEAT_CUDA_GTILE (a measurement knob) picks another 3D shape:
- * 1: 64 x 4, one value per thread, 6 blocks per multiprocessor;
- * 2: 32 x 8, one value per thread, 6 blocks; 3: 64 x 4, 4 blocks;
- * 4: 64 x 4, 3 blocks; 5: 64 x 4, two values per thread, 3 blocks. */
-static int gtile_knob()
-{
-    static int knob = -1;
-    if (knob < 0) {
-        const char *s = getenv("HEAT_CUDA_GTILE");
-        knob = s ? atoi(s) : 0;
-    }
-    return knob;
-}
-
+ * instead of 71%; the other shapes measured are in docs/PERFORMANCE.md);
+ * 2D: rows of 128 threads. */
 template <typename T, int VX, bool WSH>
 static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
-    if (!d3) return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
-    switch (gtile_knob()) {
-    case 1:
-        return glaunch<T, true, 1, 64, 4, 6, WSH>(a, stream);
-    case 2:
-        return glaunch<T, true, 1, 32, 8, 6, WSH>(a, stream);
-    case 3:
-        return glaunch<T, true, VX, 64, 4, 4, WSH>(a, stream);
-    case 4:
-        return glaunch<T, true, VX, 64, 4, 3, WSH>(a, stream);
-    case 5:
-        return glaunch<T, true, (VX > 2 ? 2 : VX), 64, 4, 3, WSH>(a, stream);
-    default:
-        return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
-    }
+    if (d3) return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
+    return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
 }
 
 template <typename T>
