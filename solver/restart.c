@@ -206,7 +206,16 @@ int heat_run_start_field(run_state *s, void *field, restart_file *r, heat_error 
                     "continued run may differ from that heat's in the last bits\n",
                     r->path, (long long)r->meta.format_version);
         /* A steady multigrid run's steps are cycles: nothing to keep. */
-        return heat_case_steady_multigrid(c) ? HEAT_OK : adopt_restart_dt(c, r, opt->notices, err);
+        if (!heat_case_steady_multigrid(c)) return adopt_restart_dt(c, r, opt->notices, err);
+        /* A steady solve's steps are cycles (dt = 1): say so when the file's were not. */
+        if (r->meta.dt != 1.0 && opt->notices)
+            fprintf(opt->notices,
+                    "notice: --restart: %s is at step %lld, t = %.9g, of time steps of dt = %.9g; "
+                    "the steady multigrid solve goes on from its field, and history's step and "
+                    "time count V-cycles from %lld\n",
+                    r->path, (long long)r->meta.step, r->meta.time, r->meta.dt,
+                    (long long)r->meta.step);
+        return HEAT_OK;
     }
     s->step = 0;
     rc = heat_initial_fill_box(c, s->part.lo, s->part.n, field, opt->notices, err);
