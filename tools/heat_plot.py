@@ -3,12 +3,16 @@
 
   heat_plot.py slice FILE.vtkhdf [--axis x|y|z] [--index K | --position P] [-o OUT.png]
   heat_plot.py history DIR/history.csv [-o OUT.png]
+  heat_plot.py scaling OUTDIR/scaling.csv [-o OUT.png]
 
 `slice` draws one plane of a snapshot or checkpoint's temperature, coloured,
 with a colour bar and axes in the run's units (from the file's Origin and
 Spacing). The default plane is the middle one normal to z, the only one of a
 2D run. `history` draws the residual max|du/dt| (log scale) and the simulated
-time against the step, from a run's history.csv.
+time against the step, from a run's history.csv. `scaling` draws the
+weak-scaling efficiency (GLUP/s per GPU against one GPU's) and the
+strong-scaling speedup against the rank count, one line per precision,
+temporal_block and transport, from the scaling.csv of tools/gpu_scaling.sh.
 
 Exit status: 0 done, 2 bad usage or a file that is missing or not of the
 expected layout (the message says which). Needs Python 3 with numpy, h5py and
@@ -255,6 +259,130 @@ def plot_history(args):
     save(fig, out)
 
 
+# ---------------------------------------------------------------- scaling
+
+SCALING_COLUMNS = ("kind", "ranks", "precision", "k", "transport", "glups")
+
+
+def read_scaling(path):
+    """The rows of tools/gpu_scaling.sh's scaling.csv that ran (exit 0, a
+    GLUP/s figure): dicts with ranks an int and glups a float."""
+    check_readable(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            lines = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError("%s: not a text file (expected tools/gpu_scaling.sh's scaling.csv): %s"
+                         % (path, e))
+    if not lines:
+        raise UsageError("%s: empty file (expected a header kind,ranks,...)" % path)
+    header = [c.strip() for c in lines[0]]
+    rows = [(i, dict(zip(header, (v.strip() for v in line))))
+            for i, line in enumerate(lines[1:], start=2) if line]
+    missing = [c for c in SCALING_COLUMNS if c not in header]
+    if missing:
+        raise UsageError("%s: header %r lacks %s: not a scaling.csv of tools/gpu_scaling.sh"
+                         % (path, ",".join(header), ", ".join(missing)))
+    out = []
+    for i, row in rows:
+        if any(c not in row for c in SCALING_COLUMNS):
+            raise UsageError("%s:%d: fewer columns than the header: %s"
+                             % (path, i, ",".join(row.values())))
+        if row.get("exit", "0") != "0" or not row["glups"]:
+            continue  # a failed or skipped run
+        try:
+            r = dict(row)
+            r["ranks"] = int(row["ranks"])
+            r["glups"] = float(row["glups"])
+        except (TypeError, ValueError):
+            raise UsageError("%s:%d: ranks or glups not a number: %s"
+                             % (path, i, ",".join(row.values())))
+        out.append(r)
+    if not out:
+        raise UsageError("%s: no run with a GLUP/s figure" % path)
+    return out
+
+
+def scaling_lines(rows, kind):
+    """{(precision, k, transport): [(ranks, value)]} for one kind: weak, the
+    GLUP/s per rank over the one-rank GLUP/s of the same precision and k;
+    strong, the GLUP/s over it. The one-rank run has no halos (transport "-")
+    and starts every transport's line; several rows of one point (a step run
+    twice) are averaged. Also the groups left out for want of a one-rank run."""
+    base, pts = {}, {}
+    for r in rows:
+        if r["kind"] != kind:
+            continue
+        if r["ranks"] == 1:
+            base.setdefault((r["precision"], r["k"]), []).append(r["glups"])
+        else:
+            key = (r["precision"], r["k"], r["transport"])
+            pts.setdefault(key, {}).setdefault(r["ranks"], []).append(r["glups"])
+    lines, lacking = {}, []
+    for key in sorted(pts):
+        b = base.get(key[:2])
+        if not b:
+            lacking.append(key)
+            continue
+        b1 = sum(b) / len(b)
+        line = [(1, 1.0)]
+        for n in sorted(pts[key]):
+            g = sum(pts[key][n]) / len(pts[key][n])
+            line.append((n, g / n / b1 if kind == "weak" else g / b1))
+        lines[key] = line
+    if not pts:  # one-rank runs only: a point per precision and k
+        for pk in sorted(base):
+            lines[pk + ("-",)] = [(1, 1.0)]
+    return lines, lacking
+
+
+def plot_scaling(args):
+    rows = read_scaling(args.file)
+    weak, lack_w = scaling_lines(rows, "weak")
+    strong, lack_s = scaling_lines(rows, "strong")
+    for kind, lack in (("weak", lack_w), ("strong", lack_s)):
+        for key in lack:
+            print("%s: %s scaling, %s k=%s %s: no one-rank run to compare with; left out"
+                  % (PROG, kind, key[0], key[1], key[2]), file=sys.stderr)
+    if not weak and not strong:
+        raise UsageError("%s: no weak or strong rows with a one-rank run" % args.file)
+    need_modules("matplotlib")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.0, 4.6), dpi=args.dpi)
+    for ax, lines, title, ylabel in (
+            (ax1, weak, "weak scaling", "efficiency (GLUP/s per GPU / 1 GPU)"),
+            (ax2, strong, "strong scaling", "speedup (GLUP/s / 1 GPU)")):
+        ranks = sorted({n for line in lines.values() for n, _ in line}) or [1]
+        for key, line in sorted(lines.items()):
+            ax.plot([p[0] for p in line], [p[1] for p in line], "o-",
+                    label="%s, k=%s, %s" % key)
+        if ax is ax1:
+            ax.axhline(1.0, color="grey", ls="--", lw=1, label="ideal")
+            ax.set_ylim(bottom=0)
+        else:
+            ax.plot(ranks, ranks, color="grey", ls="--", lw=1, label="ideal")
+        if not lines:
+            ax.text(0.5, 0.5, "no %s rows" % title, ha="center", va="center",
+                    transform=ax.transAxes)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ranks)
+        ax.set_xticklabels([str(n) for n in ranks])
+        ax.set_xlabel("ranks (GPUs)")
+        ax.set_ylabel(ylabel)
+        kind = title.split()[0]
+        sizes = sorted((r["ranks"], r.get("points", "")) for r in rows if r["kind"] == kind)
+        if sizes and sizes[0][1]:  # the grid of the fewest ranks and of the most
+            title += " (%s)" % sizes[0][1] if sizes[0][1] == sizes[-1][1] else \
+                " (%s to %s)" % (sizes[0][1], sizes[-1][1])
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = args.output or default_output(args.file, ".png")
+    save(fig, out)
+
+
 # ---------------------------------------------------------------- common
 
 def default_output(path, suffix):
@@ -308,6 +436,17 @@ def parse_args(argv):
     h.add_argument("-o", "--output", metavar="OUT.png",
                    help="output file (default history.png beside the csv)")
     h.set_defaults(func=plot_history)
+
+    c = sub.add_parser("scaling", help="weak-scaling efficiency and strong-scaling speedup",
+                       description="Draw the weak-scaling efficiency (GLUP/s per GPU against "
+                       "the one-GPU run's) and the strong-scaling speedup against the rank "
+                       "count from the scaling.csv of tools/gpu_scaling.sh, one line per "
+                       "precision, temporal_block and transport.")
+    c.add_argument("file", metavar="scaling.csv")
+    c.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
+    c.add_argument("-o", "--output", metavar="OUT.png",
+                   help="output file (default scaling.png beside the csv)")
+    c.set_defaults(func=plot_scaling)
     return p.parse_args(argv)
 
 
