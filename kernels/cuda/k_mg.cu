@@ -26,6 +26,7 @@
 #include <new>
 #include <vector>
 
+#include "k_mg_impl.cuh"
 #include "stencil.cuh"
 
 extern "C" {
@@ -44,15 +45,6 @@ extern "C" {
 #undef MG_T
 #undef MG_SFX
 #undef MG_FN
-
-#define MG_CUDA_CHECK(call)                                                                        \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s failed (%s:%d): %s: %s", \
-                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
-                                  cudaGetErrorString(e_));                                         \
-    } while (0)
 
 /* The operator's pieces by precision. */
 static __device__ __forceinline__ float resid(float b, float dg, float c, const float nb[6],
@@ -95,38 +87,8 @@ static __device__ __forceinline__ double rhs_value(double c, double ac, double m
 
 /* ---- device views ----------------------------------------------------------------- */
 
-template <typename T> struct mgd_level {
-    int n[3];
-    T *x0, *x1, *b;           /* b NULL: zero */
-    const T *t[3], *dg;       /* coarse levels; dg NULL: zero */
-    const T *v[3], *ih[3];    /* axes */
-    const int *pp[3], *pr[3]; /* prolongation (this level's nodes) and restriction tables */
-    const T *wp[3], *wr[3];
-    int held[3][2];
-    T cheb[2 * HEAT_MG_SWEEPS][2];
-};
-
-/* The finest level's tables and arrays. */
-template <typename T> struct mgd_fine {
-    const T *kf, *rhoc, *mdt;
-    const unsigned char *cls, *mat; /* cls NULL: material 0 */
-    const T *dg0, *b0;
-    T *keep;
-    T ct;
-    int nmat;
-};
-
 /* What a pass of the stencil does at each node. */
 enum { P_SMOOTH, P_RESID, P_RHS, P_NORMS };
-
-struct mg_norms {
-    unsigned long long rmax, umax; /* |values| as ordered bits (stencil.cuh's trick) */
-    double wsum;
-    /* The field's smallest and largest value as ordered bits of any sign
-     * (ordered()), and its sum: history.csv's columns without a download. */
-    unsigned long long lo, hi;
-    double sum;
-};
 
 /* A double's bits in the unsigned order of its value (negatives flipped). */
 __device__ __forceinline__ unsigned long long ordered(double v)
@@ -363,26 +325,6 @@ __global__ void mg_dudt_kernel(const T *x, const T *keep, long long n, unsigned 
 
 /* ---- the state ------------------------------------------------------------------------- */
 
-struct cuda_mg {
-    heat_mg *m; /* geometry and sizes; its per-node arrays dropped once uploaded */
-    bool is_float;
-    cudaStream_t stream;
-    int sms;
-    mgd_level<float> lf[HEAT_MG_LEVELS_MAX];
-    mgd_level<double> ld[HEAT_MG_LEVELS_MAX];
-    mgd_fine<float> ff;
-    mgd_fine<double> fd;
-    void *cinv_t; /* the coarsest inverse by columns */
-    int *cidx;
-    std::vector<void *> owned; /* device memory */
-    mg_norms *d_norms, *h_norms;
-    unsigned long long *d_max, *h_max;
-    heat_mg_state st;
-    cudaGraphExec_t graph;
-    cudaError_t launch_err; /* the first failed launch of the kernels below */
-    cudaEvent_t ev[HEAT_MG_MARKS];
-};
-
 static void note_launch(cuda_mg *g)
 {
     const cudaError_t e = cudaGetLastError();
@@ -495,7 +437,7 @@ static void op_prolong(void *ctx, int l)
 }
 
 /* Waits for the stream; the first failed launch or the wait's error. */
-static int finish(cuda_mg *g, heat_error *err)
+int heat_cuda_mg_finish(cuda_mg *g, heat_error *err)
 {
     MG_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     const cudaError_t e = g->launch_err;
@@ -522,7 +464,7 @@ static int op_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_er
         launch_pass<double, P_NORMS>(g, g->ld[0], g->fd, true, 0, 0);
     MG_CUDA_CHECK(cudaMemcpyAsync(g->h_norms, g->d_norms, sizeof *g->h_norms,
                                   cudaMemcpyDeviceToHost, g->stream));
-    int rc = finish(g, err);
+    int rc = heat_cuda_mg_finish(g, err);
     if (rc) return rc;
     *rmax = bits_value(g->h_norms->rmax);
     *umax = bits_value(g->h_norms->umax);
@@ -549,7 +491,7 @@ static int op_shift(void *ctx, double delta, heat_error *err)
     else
         mg_shift_kernel<double><<<blocks_of(n, 256), 256, 0, g->stream>>>(g->ld[0].x0, n, delta);
     note_launch(g);
-    return finish(g, err);
+    return heat_cuda_mg_finish(g, err);
 }
 
 static int op_rhs(void *ctx, int keep, heat_error *err)
@@ -564,7 +506,7 @@ static int op_rhs(void *ctx, int keep, heat_error *err)
         if (!keep) f.keep = nullptr;
         launch_pass<double, P_RHS>(g, g->ld[0], f, true, 0, 0);
     }
-    return finish(g, err);
+    return heat_cuda_mg_finish(g, err);
 }
 
 static int op_dudt(void *ctx, double *m, heat_error *err)
@@ -581,7 +523,7 @@ static int op_dudt(void *ctx, double *m, heat_error *err)
     note_launch(g);
     MG_CUDA_CHECK(
         cudaMemcpyAsync(g->h_max, g->d_max, sizeof *g->h_max, cudaMemcpyDeviceToHost, g->stream));
-    int rc = finish(g, err);
+    int rc = heat_cuda_mg_finish(g, err);
     if (!rc) *m = bits_value(*g->h_max) / g->m->dt;
     return rc;
 }
@@ -594,8 +536,9 @@ static int op_cycle(void *ctx, heat_error *err)
 }
 
 /* The kernels one by one (captured into the graph, and timed by the bench). */
-static const heat_mg_ops launch_ops = {op_smooth, op_restrict, op_coarse, op_prolong, op_norms,
-                                       op_shift,  op_rhs,      op_dudt,   nullptr};
+extern const heat_mg_ops heat_cuda_mg_launch_ops = {
+    op_smooth, op_restrict, op_coarse, op_prolong, op_norms, op_shift, op_rhs, op_dudt, nullptr};
+static const heat_mg_ops &launch_ops = heat_cuda_mg_launch_ops;
 /* The solver's: the V-cycle as one graph. */
 static const heat_mg_ops graph_ops = {op_smooth, op_restrict, op_coarse, op_prolong, op_norms,
                                       op_shift,  op_rhs,      op_dudt,   op_cycle};
@@ -824,54 +767,3 @@ void heat_cuda_mg_info(const cuda_mg *g, heat_mg_info *info)
 }
 
 /* ---- heat bench --multigrid --------------------------------------------------------- */
-
-static void ev_mark(void *ctx, int i)
-{
-    cuda_mg *g = (cuda_mg *)ctx;
-    if (!g->ev[i]) cudaEventCreate(&g->ev[i]);
-    cudaEventRecord(g->ev[i], g->stream);
-}
-
-static int ev_read(void *ctx, int n, double *ms, heat_error *err)
-{
-    cuda_mg *g = (cuda_mg *)ctx;
-    MG_CUDA_CHECK(cudaEventSynchronize(g->ev[n - 1]));
-    for (int i = 1; i < n; i++) {
-        float t = 0;
-        MG_CUDA_CHECK(cudaEventElapsedTime(&t, g->ev[i - 1], g->ev[i]));
-        ms[i - 1] = t;
-    }
-    return finish(g, err);
-}
-
-int heat_cuda_mg_bench(cuda_mg *g, int runs, heat_mg_timing *t, heat_error *err)
-{
-    const heat_mg_clock clock = {ev_mark, ev_read};
-    int rc = heat_mg_time_parts(g->m, &launch_ops, g, &clock, runs, t, err);
-    if (rc) return rc;
-    /* The cycle as the solver runs it: the graph, replayed `runs` times. */
-    ev_mark(g, 0);
-    for (int i = 0; i < runs; i++) MG_CUDA_CHECK(cudaGraphLaunch(g->graph, g->stream));
-    ev_mark(g, 1);
-    double ms[1];
-    if ((rc = ev_read(g, 2, ms, err))) return rc;
-    t->cycle_ms = ms[0] / runs;
-    /* The copy of the field, the ceiling of a pass that reads and writes it. */
-    const size_t bytes = (size_t)g->m->lv[0].points * (g->is_float ? 4 : 8);
-    void *scratch = nullptr;
-    MG_CUDA_CHECK(cudaMalloc(&scratch, bytes));
-    const void *src = g->is_float ? (const void *)g->lf[0].x0 : (const void *)g->ld[0].x0;
-    std::vector<double> cms;
-    for (int i = 0; i < 6 && !rc; i++) {
-        ev_mark(g, 0);
-        cudaMemcpyAsync(scratch, src, bytes, cudaMemcpyDeviceToDevice, g->stream);
-        ev_mark(g, 1);
-        if (!(rc = ev_read(g, 2, ms, err)) && i > 0) cms.push_back(ms[0]);
-    }
-    cudaFree(scratch);
-    if (rc) return rc;
-    std::sort(cms.begin(), cms.end());
-    t->copy_ms = cms[cms.size() / 2];
-    t->copy_bytes = 2.0 * (double)bytes;
-    return HEAT_OK;
-}
