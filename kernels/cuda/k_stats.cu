@@ -1,0 +1,52 @@
+/* history.csv's statistics on the GPU: see stats.cuh. */
+#include <cmath>
+
+extern "C" {
+#include "backend_impl.h"
+}
+#include "stats.cuh"
+
+/* One warp per row of the field: lane l sums the values l, l + 32, ... in
+ * order, and the lanes' sums are added in lane order (the order of
+ * heat_stats_row, backend_impl.h, so that the bits are the CPU's); the
+ * row's minimum and maximum skip NaN as there. */
+template <typename T>
+__global__ void stats_rows_kernel(const T *u, long long nx, long long rows, double *rmin,
+                                  double *rmax, double *rsum)
+{
+    static_assert(HEAT_STATS_LANES == 32, "a warp's lanes are the partial sums");
+    const long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31;
+    if (row >= rows) return; /* whole warps: the block is a multiple of 32 */
+    const T *v = u + row * nx;
+    double part = 0, lo = INFINITY, hi = -INFINITY;
+    for (long long i = lane; i < nx; i += 32) {
+        const double x = (double)v[i];
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        part = part + x;
+    }
+    double s = 0;
+    for (int l = 0; l < 32; l++) s = s + __shfl_sync(0xffffffffu, part, l);
+    for (int o = 16; o > 0; o >>= 1) {
+        const double a = __shfl_down_sync(0xffffffffu, lo, o);
+        const double c = __shfl_down_sync(0xffffffffu, hi, o);
+        lo = a < lo ? a : lo;
+        hi = c > hi ? c : hi;
+    }
+    if (lane == 0) rmin[row] = lo, rmax[row] = hi, rsum[row] = s;
+}
+
+cudaError_t heat_cuda_stats_rows(const void *u, bool is_float, long long nx, long long rows,
+                                 double *d, cudaStream_t stream)
+{
+    const int threads = 256;
+    const unsigned blocks = (unsigned)((rows * 32 + threads - 1) / threads);
+    if (is_float)
+        stats_rows_kernel<float>
+            <<<blocks, threads, 0, stream>>>((const float *)u, nx, rows, d, d + rows, d + 2 * rows);
+    else
+        stats_rows_kernel<double><<<blocks, threads, 0, stream>>>((const double *)u, nx, rows, d,
+                                                                  d + rows, d + 2 * rows);
+    return cudaGetLastError();
+}
