@@ -35,6 +35,17 @@ void load_case(heat_case *c, const char *boundary, const char *initial, const te
     test_load_case(deck, "test_cpu", s, c);
 }
 
+void load_mixed(heat_case *c, const mixed_config *mc, heat_precision p, int64_t max_steps)
+{
+    test_sets s = {0};
+    test_sets_add(&s, "solver.precision=%s", prec_name(p));
+    test_sets_add(&s, "grid.points=[%lld, %lld, %lld]", (long long)mc->n[0], (long long)mc->n[1],
+                  (long long)mc->n[2]);
+    test_sets_add(&s, "grid.length=%s", mc->length);
+    if (max_steps > 0) test_sets_add(&s, "time.max_steps=%lld", (long long)max_steps);
+    load_case(c, mc->bc, init_zero, &s);
+}
+
 /* ---- fields ------------------------------------------------------------ */
 
 double fget(const heat_case *c, const void *f, int64_t i)

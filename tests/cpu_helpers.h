@@ -45,6 +45,10 @@ const char *prec_name(heat_precision p);
  * overrides, and derives it. */
 void load_case(heat_case *c, const char *boundary, const char *initial, const test_sets *s);
 
+/* A mixed_config's case from a zero field in precision p, with
+ * time.max_steps = max_steps where max_steps > 0. */
+void load_mixed(heat_case *c, const mixed_config *mc, heat_precision p, int64_t max_steps);
+
 double fget(const heat_case *c, const void *f, int64_t i);
 
 void fset(const heat_case *c, void *f, int64_t i, double v);

@@ -426,14 +426,8 @@ static void test_mixed_faces_match_reference(void **state)
     for (size_t ci = 0; ci < sizeof configs / sizeof configs[0]; ci++)
         for (int p = 0; p < 2; p++) {
             const mixed_config *mc = &configs[ci];
-            test_sets s = {0};
-            test_sets_add(&s, "solver.precision=%s", prec_name(precisions[p]));
-            test_sets_add(&s, "grid.points=[%lld, %lld, %lld]", (long long)mc->n[0],
-                          (long long)mc->n[1], (long long)mc->n[2]);
-            test_sets_add(&s, "grid.length=%s", mc->length);
-            test_sets_add(&s, "time.max_steps=%lld", (long long)steps);
             heat_case c;
-            load_case(&c, mc->bc, init_zero, &s);
+            load_mixed(&c, mc, precisions[p], steps);
             ref_case rc;
             ref_init(&rc, &c);
             void *f = field_alloc(&c);

@@ -74,6 +74,23 @@ static double max_error_1d(const double *u, int64_t nx, double h,
     return e;
 }
 
+/* Runs a line deck (freed here) to its steady state and holds it to the
+ * closed form want(x, p) within tol (max over the nodes); `dir` names the
+ * run's directory, `what` the messages. */
+static void expect_line_steady(char *deck, int64_t nx, double L, const char *dir, const char *what,
+                               double (*want)(double x, const double *p), const double *p,
+                               double tol)
+{
+    heat_case c;
+    heat_run_result r;
+    double *u = run_deck(deck, dir, NULL, &c, &r);
+    expect_steady(what, &r);
+    const double e = max_error_1d(u, nx, L / (double)(nx - 1), want, p);
+    if (!(e <= tol)) fail_msg("%s: max error %g, expected <= %g", what, e, tol);
+    free(u);
+    free(deck);
+}
+
 /* A line along x: nx x 3 nodes, y faces insulated; `materials`, `extra`
  * (regions, sources) and the x faces are filled in. */
 static char *line_deck(int64_t nx, double length, const char *materials, const char *extra,
@@ -125,17 +142,10 @@ static void test_layers_in_series(void **state)
                            "specific_heat = 0.5; } );",
                            region, "{ type = \"dirichlet\"; value = 3.0; }",
                            "{ type = \"dirichlet\"; value = -1.0; }", 1e-11);
-    heat_case c;
-    heat_run_result r;
-    double *u = run_deck(deck, "series", NULL, &c, &r);
-    expect_steady("layers in series", &r);
-    const double e = max_error_1d(u, nx, h, series_want, p);
     /* The discrete steady state is the analytic one (harmonic means are
      * exact for layers in series); what remains is the distance the
      * tolerance leaves, about tolerance L^2 / (pi^2 alpha_min). */
-    if (!(e <= 1e-9)) fail_msg("layers in series: max error %g, expected <= 1e-9", e);
-    free(u);
-    free(deck);
+    expect_line_steady(deck, nx, L, "series", "layers in series", series_want, p, 1e-9);
 }
 
 /* T0 + s x with s = -h (T0 - Ta) / (k + h L). p = {T0, Ta, k, h, L}. */
@@ -153,14 +163,7 @@ static void test_convective_face(void **state)
         line_deck(nx, L, "material = { conductivity = 2.0; density = 3.0; specific_heat = 1.0; };",
                   "", "{ type = \"dirichlet\"; value = 80.0; }",
                   "{ type = \"convective\"; h = 7.0; ambient = 20.0; }", 1e-10);
-    heat_case c;
-    heat_run_result r;
-    double *u = run_deck(deck, "convective", NULL, &c, &r);
-    expect_steady("convective face", &r);
-    const double e = max_error_1d(u, nx, L / (double)(nx - 1), convective_want, p);
-    if (!(e <= 1e-8)) fail_msg("convective face: max error %g, expected <= 1e-8", e);
-    free(u);
-    free(deck);
+    expect_line_steady(deck, nx, L, "convective", "convective face", convective_want, p, 1e-8);
 }
 
 /* q x (L - x) / (2 k). p = {q, k, L}. */
@@ -179,14 +182,7 @@ static void test_uniform_source(void **state)
         "sources = ( { box = { min = [-1.0, -1.0, -1.0]; max = [9.0, 9.0, 1.0]; }; "
         "power_density = 40.0; } );",
         "{ type = \"dirichlet\"; value = 0.0; }", "{ type = \"dirichlet\"; value = 0.0; }", 1e-10);
-    heat_case c;
-    heat_run_result r;
-    double *u = run_deck(deck, "source", NULL, &c, &r);
-    expect_steady("uniform source", &r);
-    const double e = max_error_1d(u, nx, L / (double)(nx - 1), source_want, p);
-    if (!(e <= 1e-8)) fail_msg("uniform source: max error %g, expected <= 1e-8", e);
-    free(u);
-    free(deck);
+    expect_line_steady(deck, nx, L, "source", "uniform source", source_want, p, 1e-8);
 }
 
 /* A flux face: heat F enters at x = 0, x_hi is held at T1, so T = T1 + F
@@ -204,14 +200,7 @@ static void test_flux_face(void **state)
     char *deck = line_deck(
         nx, L, "material = { conductivity = 1.5; density = 2.0; specific_heat = 1.0; };", "",
         "{ type = \"flux\"; value = 6.0; }", "{ type = \"dirichlet\"; value = 10.0; }", 1e-10);
-    heat_case c;
-    heat_run_result r;
-    double *u = run_deck(deck, "flux", NULL, &c, &r);
-    expect_steady("flux face", &r);
-    const double e = max_error_1d(u, nx, L / (double)(nx - 1), flux_want, p);
-    if (!(e <= 1e-8)) fail_msg("flux face: max error %g, expected <= 1e-8", e);
-    free(u);
-    free(deck);
+    expect_line_steady(deck, nx, L, "flux", "flux face", flux_want, p, 1e-8);
 }
 
 /* ------------------------------------------------------- energy balance */
