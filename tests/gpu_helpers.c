@@ -185,15 +185,3 @@ int check_all(const int64_t n[3], const int types[6], int64_t steps, unsigned km
         if (kmask & (1u << k)) v[nv++] = (gpu_variant){heat_kernel_names[k], 1};
     return check_variants(n, types, steps, v, nv);
 }
-
-int gpu_tests_skip(const char *program)
-{
-    const char *filter = getenv("HEAT_TEST_FILTER");
-    if (filter && *filter) cmocka_set_test_filter(filter);
-    char why[512];
-    if (!heat_backend_gpu_usable(why, sizeof why)) {
-        printf("%s: skipped: %s\n", program, why);
-        return 77;
-    }
-    return 0;
-}

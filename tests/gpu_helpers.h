@@ -63,12 +63,4 @@ int check_variants(const int64_t n[3], const int types[6], int64_t steps, const 
 /* Every kernel in `kmask` (bit k: heat_kernel_names[k]; ALL_KERNELS), one step per pass. */
 int check_all(const int64_t n[3], const int types[6], int64_t steps, unsigned kmask);
 
-int gpu_tests_skip(const char *program);
-
-/* At the start of a GPU test program: HEAT_TEST_FILTER=PATTERN runs only the
- * tests whose names match (cmocka's * and ? wildcards); without a usable
- * CUDA device (or CUDA in the build) says why and returns 77, which ctest
- * reports as skipped; else 0. */
-int gpu_tests_skip(const char *program);
-
 #endif

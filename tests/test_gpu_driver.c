@@ -127,27 +127,6 @@ static int compare_field_files(const driver_run *want, const driver_run *got, in
     return 1;
 }
 
-/* history.csv of a run without its wall-clock column (the fourth): every
- * other column of each row, a line each (malloc'd). */
-static char *history_rows(const char *dir)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/history.csv", dir);
-    char *text = test_read_file(path);
-    if (!text) fail_msg("cannot read %s", path);
-    char *rows = malloc(strlen(text) + 2), *o = rows;
-    assert_non_null(rows);
-    int column = 0;
-    for (const char *p = text; *p; p++) {
-        if (*p == '\n') column = -1;
-        if (column != 3) *o++ = *p;
-        if (*p == ',' || *p == '\n') column++;
-    }
-    *o = '\0';
-    free(text);
-    return rows;
-}
-
 /* The directories and overrides of one shape of the driver test. */
 typedef struct driver_shape {
     const char *name, *points, *precision;
@@ -198,7 +177,8 @@ static int compare_whole_runs(const driver_shape *sh, const driver_run *cpu, con
         field_file_path(p, sizeof p, gpu, (int)must[k][0], must[k][1]);
         if (!test_exists(p)) fail_msg("%s was not written", p);
     }
-    char *hc = history_rows(cpu->dir), *hg = history_rows(gpu->dir);
+    char *hc = test_csv_without(cpu->dir, "history.csv", 3),
+         *hg = test_csv_without(gpu->dir, "history.csv", 3);
     if (strcmp(hc, hg) != 0) {
         print_error("%s: history.csv (without wall seconds) differs:\ncpu:\n%sgpu:\n%s", sh->name,
                     hc, hg);

@@ -467,26 +467,6 @@ static void *run_driver(heat_case *c, const char *dir, const char *const *sets)
     return field;
 }
 
-/* The text of a file without the column `drop` (-1: none) of each row. */
-static char *csv_text(const char *dir, const char *file, int drop)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    char *text = test_read_file(path);
-    if (!text) fail_msg("cannot read %s", path);
-    char *out = malloc(strlen(text) + 1), *o = out;
-    assert_non_null(out);
-    int col = 0;
-    for (const char *t = text; *t; t++) {
-        if (*t == '\n') col = -1;
-        if (col != drop || *t == '\n') *o++ = *t;
-        if (*t == ',' || *t == '\n') col++;
-    }
-    *o = '\0';
-    free(text);
-    return out;
-}
-
 /* Every snapshot and checkpoint of two runs of the same case: present in
  * both or neither, equal fields. Returns the failures. */
 static int compare_outputs(const heat_case *c, const char *dw, const char *dg)
@@ -557,8 +537,10 @@ static void test_general_through_the_driver(void **state)
         failures += compare_outputs(&cc, dc, dg) + compare_outputs(&cc, dc, da);
         const char *dirs[] = {dg, da};
         for (int d = 0; d < 2; d++) {
-            char *hw = csv_text(dc, "history.csv", 3), *hg = csv_text(dirs[d], "history.csv", 3);
-            char *pw = csv_text(dc, "probes.csv", -1), *pg = csv_text(dirs[d], "probes.csv", -1);
+            char *hw = test_csv_without(dc, "history.csv", 3),
+                 *hg = test_csv_without(dirs[d], "history.csv", 3);
+            char *pw = test_csv_without(dc, "probes.csv", -1),
+                 *pg = test_csv_without(dirs[d], "probes.csv", -1);
             if (strcmp(hw, hg) != 0 || strcmp(pw, pg) != 0) {
                 print_error("%s: history.csv or probes.csv differ:\ncpu:\n%s%s%s:\n%s%s", dirs[d],
                             hw, pw, dirs[d], hg, pg);
@@ -576,16 +558,10 @@ static void test_general_through_the_driver(void **state)
     assert_int_equal(failures, 0);
 }
 
-/* HEAT_TEST_FILTER=PATTERN runs only the tests whose names match it. */
 int main(void)
 {
-    const char *filter = getenv("HEAT_TEST_FILTER");
-    if (filter && *filter) cmocka_set_test_filter(filter);
-    char why[512];
-    if (!heat_backend_gpu_usable(why, sizeof why)) {
-        printf("test_gpu_general: skipped: %s\n", why);
-        return 77;
-    }
+    const int skip = gpu_tests_skip("test_gpu_general");
+    if (skip) return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_face_kind),
         cmocka_unit_test(test_temporal_every_face_kind),

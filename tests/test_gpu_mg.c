@@ -229,11 +229,8 @@ static void test_singular(void **state)
 
 int main(void)
 {
-    char why[256];
-    if (!heat_backend_gpu_usable(why, sizeof why)) {
-        printf("test_gpu_mg: skipped: %s\n", why);
-        return 77;
-    }
+    const int skip = gpu_tests_skip("test_gpu_mg");
+    if (skip) return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady_cycles),
         cmocka_unit_test(test_implicit_steps),

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "backend.h"
 #include "deck.h"
 #include "h5file.h"
 
@@ -203,4 +204,35 @@ void test_load_case_text(const char *deck, const char *origin, const test_sets *
 void test_load_case(const char *deck, const char *origin, const test_sets *s, heat_case *c)
 {
     test_load_case_text(deck, origin, s, c, NULL);
+}
+
+char *test_csv_without(const char *dir, const char *file, int drop)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *text = test_read_file(path);
+    if (!text) fail_msg("cannot read %s", path);
+    char *out = malloc(strlen(text) + 1), *o = out;
+    assert_non_null(out);
+    int col = 0;
+    for (const char *t = text; *t; t++) {
+        if (*t == '\n') col = -1;
+        if (col != drop || *t == '\n') *o++ = *t;
+        if (*t == ',' || *t == '\n') col++;
+    }
+    *o = '\0';
+    free(text);
+    return out;
+}
+
+int gpu_tests_skip(const char *program)
+{
+    const char *filter = getenv("HEAT_TEST_FILTER");
+    if (filter && *filter) cmocka_set_test_filter(filter);
+    char why[512];
+    if (!heat_backend_gpu_usable(why, sizeof why)) {
+        printf("%s: skipped: %s\n", program, why);
+        return 77;
+    }
+    return 0;
 }

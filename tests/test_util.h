@@ -28,6 +28,10 @@ int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_
 /* The whole file as a malloc'd string, or NULL when it cannot be read. */
 char *test_read_file(const char *path);
 
+/* dir/file (a CSV) without the column `drop` (from 0; -1: none) of each
+ * row, as a malloc'd string; fails the test when the file cannot be read. */
+char *test_csv_without(const char *dir, const char *file, int drop);
+
 /* Writes `text` to path; asserts on failure. */
 void test_write_file(const char *path, const char *text);
 
@@ -67,6 +71,12 @@ void test_load_case(const char *deck, const char *origin, const test_sets *s, st
 /* As test_load_case, also returning the canonical text (caller frees). */
 void test_load_case_text(const char *deck, const char *origin, const test_sets *s,
                          struct heat_case *c, char **text);
+
+/* At the start of a GPU test program: HEAT_TEST_FILTER=PATTERN runs only the
+ * tests whose names match (cmocka's * and ? wildcards); without a usable
+ * CUDA device (or CUDA in the build) says why and returns 77, which ctest
+ * reports as skipped; else 0. */
+int gpu_tests_skip(const char *program);
 
 /* Deterministic uniform random numbers in [lo, hi) from a 64-bit state. */
 double test_uniform(uint64_t *state, double lo, double hi);
