@@ -46,10 +46,13 @@
  * Tutorial", 2nd ed., 2000, ch. 3 and 7; Trottenberg, Oosterlee and
  * Schueller, "Multigrid", 2001, ch. 5.7 and 7.)
  *
- * Smoother: Chebyshev iteration of degree HEAT_MG_SWEEPS on D^-1 A over
- * [lmax / ratio, lmax] (HEAT_MG_CHEB_RATIO_2D, _3D), lmax the Gershgorin
- * bound of each level (Adams, Brezina, Hu and Tuminaro, J. Comput. Phys. 188, 2003). Each sweep is
- * x' = x + c0 (x - x_prev) + c1 (b - A x) / diag, a point update of the stencil:
+ * Smoother: the Chebyshev polynomial of degree 2 HEAT_MG_SWEEPS on D^-1 A
+ * over [lmax / ratio, lmax] (HEAT_MG_CHEB_RATIO_2D, _3D), lmax the
+ * Gershgorin bound of each level (Adams, Brezina, Hu and Tuminaro, J.
+ * Comput. Phys. 188, 2003), split between the sweeps before and after the
+ * coarse correction as Richardson steps at its roots (mg_build.c). Each
+ * sweep is x' = x + c0 (x - x_prev) + c1 (b - A x) / diag (c0 = 0 for
+ * these roots; the kernels keep the general form), a point update of the stencil:
  * no sums, so the backends agree bit for bit.
  */
 #ifndef HEAT_MG_H
@@ -65,8 +68,8 @@
 #define HEAT_MG_SWEEPS     2   /* smoothing sweeps before and after the coarse correction */
 /* The Chebyshev interval is [lmax / ratio, lmax]: the ratios that cut the
  * residual most per V(2,2) cycle on the measure deck (docs/PERFORMANCE.md). */
-#define HEAT_MG_CHEB_RATIO_2D 5.0
-#define HEAT_MG_CHEB_RATIO_3D 8.0
+#define HEAT_MG_CHEB_RATIO_2D 7.0
+#define HEAT_MG_CHEB_RATIO_3D 9.0
 
 /* One axis of one level. */
 typedef struct heat_mg_axis {

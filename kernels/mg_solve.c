@@ -147,7 +147,7 @@ double heat_mg_sweep_bytes(const heat_mg *m, int l, int s, int vs)
     const heat_mg_level *L = &m->lv[l];
     const int b = l > 0 || m->implicit || m->b0;
     const int d = l > 0 ? L->dg != NULL : m->dg0 != NULL;
-    const double values = 2.0 + (s > 0) + b + d + (l > 0 ? 3.0 : 0.0);
+    const double values = 2.0 + (L->cheb[s][0] != 0.0) + b + d + (l > 0 ? 3.0 : 0.0);
     return (double)L->points * (values * vs + (l == 0 && m->cls ? 1.0 : 0.0));
 }
 
@@ -233,8 +233,8 @@ int heat_mg_time_parts(const heat_mg *m, const heat_mg_ops *ops, void *ctx,
             lt->smooth_ms = median(rows[4 * l], runs) + median(rows[4 * l + 3], runs);
             lt->restrict_ms = median(rows[4 * l + 1], runs);
             lt->prolong_ms = median(rows[4 * l + 2], runs);
-            for (int s = 0; s < HEAT_MG_SWEEPS; s++)
-                lt->smooth_bytes += 2 * heat_mg_sweep_bytes(m, l, s, m->eps > 1e-10 ? 4 : 8);
+            for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)
+                lt->smooth_bytes += heat_mg_sweep_bytes(m, l, s, m->eps > 1e-10 ? 4 : 8);
             t->parts_ms += lt->smooth_ms + lt->restrict_ms + lt->prolong_ms;
         }
         t->coarse_ms = median(rows[4 * (m->levels - 1)], runs);
