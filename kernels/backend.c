@@ -176,6 +176,11 @@ int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_
     return b->ops->advance(b, steps, residual, err);
 }
 
+int heat_backend_warm(heat_backend *b, heat_error *err)
+{
+    return b->ops->warm ? b->ops->warm(b, err) : HEAT_OK;
+}
+
 int heat_backend_download(heat_backend *b, void *host_field, heat_error *err)
 {
     return b->ops->download(b, host_field, err);
@@ -378,10 +383,14 @@ void heat_stats_fold(int64_t rows, const double *rmin, const double *rmax, const
                      double *min, double *max, double *sum)
 {
     double lo = *min, hi = *max, s = *sum;
-    for (int64_t r = 0; r < rows; r++) {
-        lo = rmin[r] < lo ? rmin[r] : lo;
-        hi = rmax[r] > hi ? rmax[r] : hi;
-        s += rsum[r];
+    for (int64_t g = 0; g < rows; g += HEAT_STATS_GROUP) {
+        double gs = 0;
+        for (int64_t r = g; r < rows && r < g + HEAT_STATS_GROUP; r++) {
+            lo = rmin[r] < lo ? rmin[r] : lo;
+            hi = rmax[r] > hi ? rmax[r] : hi;
+            gs += rsum[r];
+        }
+        s += gs;
     }
     /* (-0 and +0 compare equal: which one a fold keeps depends on its order) */
     *min = lo == 0 ? 0.0 : lo, *max = hi == 0 ? 0.0 : hi, *sum = s;
@@ -398,11 +407,14 @@ void heat_stats_rows(const heat_case *c, const void *f, int64_t nx, int64_t rows
     const size_t vs = heat_case_value_size(c);
     double *r = malloc((size_t)rows * 3 * sizeof *r);
     *min = INFINITY, *max = -INFINITY, *sum = 0;
-    if (!r) { /* the same order, one row at a time */
-        for (int64_t j = 0; j < rows; j++) {
-            double lo, hi, s;
-            heat_stats_row(c, (const char *)f + (size_t)(j * nx) * vs, nx, &lo, &hi, &s);
-            heat_stats_fold(1, &lo, &hi, &s, min, max, sum);
+    if (!r) { /* the same order, one group of rows at a time */
+        double g[3][HEAT_STATS_GROUP];
+        for (int64_t j0 = 0; j0 < rows; j0 += HEAT_STATS_GROUP) {
+            const int64_t n = rows - j0 < HEAT_STATS_GROUP ? rows - j0 : HEAT_STATS_GROUP;
+            for (int64_t j = 0; j < n; j++)
+                heat_stats_row(c, (const char *)f + (size_t)((j0 + j) * nx) * vs, nx, &g[0][j],
+                               &g[1][j], &g[2][j]);
+            heat_stats_fold(n, g[0], g[1], g[2], min, max, sum);
         }
         return;
     }

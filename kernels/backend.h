@@ -51,6 +51,11 @@ int heat_backend_upload(heat_backend *b, const void *host_field, heat_error *err
  * it (NaN or Inf when the field is no longer finite). */
 int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err);
 
+/* Readies what the first steps would otherwise pay for once (the GPU loads a
+ * kernel when it first runs it): call after upload, before timing a loop.
+ * Leaves the field as it was. */
+int heat_backend_warm(heat_backend *b, heat_error *err);
+
 /* Copies the current field to host memory of nx*ny*nz values. */
 int heat_backend_download(heat_backend *b, void *host_field, heat_error *err);
 

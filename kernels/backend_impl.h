@@ -36,20 +36,28 @@ typedef struct heat_backend_ops {
     int (*mg_setup)(heat_backend *b, heat_error *err);
     void (*mg_info)(const heat_backend *b, heat_mg_info *info);
     int (*mg_bench)(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err);
+    /* Optional: each kind of pass the loop runs, once, its result not kept,
+     * so that first-use costs (a GPU kernel's loading) fall before the
+     * loop's clock starts. */
+    int (*warm)(heat_backend *b, heat_error *err);
 } heat_backend_ops;
 
 /* The field's minimum, maximum and sum in one order for every backend, so
  * that history.csv's min, max and mean come out the same bits on each: a
  * row of n values (x fastest) is summed in double by HEAT_STATS_LANES
  * interleaved partial sums (value i into partial i mod HEAT_STATS_LANES, in
- * order of i, each from 0) that are then added in order from 0; the rows'
- * sums are added in the field's order (y, then z). Minimum and maximum skip
- * NaN; a zero extreme is +0. */
+ * order of i, each from 0) that are then added in order from 0; the rows,
+ * in the field's order (y, then z), in groups of HEAT_STATS_GROUP: each
+ * group's sums added in order from 0, then the groups' in order (so that a
+ * GPU folds the groups in parallel). Minimum and maximum skip NaN; a zero
+ * extreme is +0. */
 #define HEAT_STATS_LANES 32
+#define HEAT_STATS_GROUP 256
 /* One row: its minimum, maximum and sum (the sum from 0, as above). */
 void heat_stats_row(const heat_case *c, const void *row, int64_t n, double *min, double *max,
                     double *sum);
-/* Folds `rows` rows' minima, maxima and sums, in order, into the field's. */
+/* Folds `rows` rows' minima, maxima and sums into the field's, the rows'
+ * sums by groups from the first row (above). */
 void heat_stats_fold(int64_t rows, const double *rmin, const double *rmax, const double *rsum,
                      double *min, double *max, double *sum);
 /* `rows` rows of nx values, one after the other (in parallel, folded in

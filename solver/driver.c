@@ -624,6 +624,7 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
     if (rc) goto done;
     /* The loop's clock starts after the first snapshot is handed over (its
      * buffers are allocated then), so that throughput measures the loop. */
+    if ((rc = agree(&s, heat_backend_warm(s.b, err), err))) goto done;
     s.t0 = s.last_checkpoint_wall = heat_wall_seconds();
     if ((rc = time_loop(&s, res, err))) goto done;
     heat_progress_clear(&s.progress);

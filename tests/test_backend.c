@@ -3,6 +3,7 @@
  * build) "cuda" is an error that gives the reason and `heat run` exits 1;
  * "auto" runs on the CPU and says why. With a GPU, "cuda" and "auto" both
  * run there. Nothing is skipped: each machine checks the half it can. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,11 +22,11 @@ static int gpu_usable(char *why, size_t n)
     return heat_backend_gpu_usable(why, n);
 }
 
-static void load(heat_case *c, const char *backend)
+static void load_sized(heat_case *c, const char *backend, int nx, int ny, int nz)
 {
     char deck[512];
     snprintf(deck, sizeof deck,
-             "grid = { points = [12, 10, 8]; length = [1.0, 1.0, 1.0]; };\n"
+             "grid = { points = [%d, %d, %d]; length = [1.0, 1.0, 1.0]; };\n"
              "material = { diffusivity = 1.0; };\n"
              "time = { max_steps = 3; };\n"
              "boundary = {\n"
@@ -37,8 +38,55 @@ static void load(heat_case *c, const char *backend)
              "};\n"
              "initial = { type = \"constant\"; value = 1.0; };\n"
              "solver = { backend = \"%s\"; };\n",
-             backend);
+             nx, ny, nz, backend);
     test_load_case(deck, "test_backend", NULL, c);
+}
+
+static void load(heat_case *c, const char *backend)
+{
+    load_sized(c, backend, 12, 10, 8);
+}
+
+/* history.csv's statistics on the CPU backend in the order backend_impl.h
+ * documents, recomputed here: rows of x by 32 interleaved partial sums,
+ * the rows' sums by groups of 256, then the groups. Values of mixed sign and
+ * scale, so that another order gives other bits; 37 x 23 x 13 nodes are 299
+ * rows: a group and a part of one. */
+static void test_stats_order(void **state)
+{
+    (void)state;
+    heat_case c;
+    load_sized(&c, "cpu", 37, 23, 13);
+    const int64_t nx = 37, rows = 23 * 13;
+    double *f = malloc(sizeof *f * (size_t)(nx * rows));
+    assert_non_null(f);
+    srand(7);
+    for (int64_t i = 0; i < nx * rows; i++)
+        f[i] = ((double)rand() / RAND_MAX - 0.5) * pow(10.0, rand() % 16);
+    double want = 0, group = 0, lo = INFINITY, hi = -INFINITY;
+    for (int64_t r = 0; r < rows; r++) {
+        double part[32] = {0}, rs = 0;
+        for (int64_t i = 0; i < nx; i++) {
+            const double v = f[r * nx + i];
+            part[i % 32] += v;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        for (int l = 0; l < 32; l++) rs += part[l];
+        group += rs;
+        if (r % 256 == 255 || r == rows - 1) want += group, group = 0;
+    }
+    heat_backend *b = NULL;
+    heat_error err;
+    assert_int_equal(heat_backend_create(&c, NULL, &b, &err), HEAT_OK);
+    assert_int_equal(heat_backend_upload(b, f, &err), HEAT_OK);
+    double mn, mx, sum;
+    assert_int_equal(heat_backend_field_stats(b, &mn, &mx, &sum, &err), HEAT_OK);
+    assert_true(mn == lo && mx == hi);
+    if (memcmp(&sum, &want, sizeof sum) != 0)
+        fail_msg("sum %.17g, the documented order gives %.17g", sum, want);
+    heat_backend_destroy(b);
+    free(f);
 }
 
 static void test_cuda_backend(void **state)
@@ -130,6 +178,7 @@ static void test_cli_exit_status(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stats_order),
         cmocka_unit_test(test_cuda_backend),
         cmocka_unit_test(test_auto_backend),
         cmocka_unit_test(test_cli_exit_status),

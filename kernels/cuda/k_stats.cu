@@ -50,3 +50,44 @@ cudaError_t heat_cuda_stats_rows(const void *u, bool is_float, long long nx, lon
                                                                   d + rows, d + 2 * rows);
     return cudaGetLastError();
 }
+
+/* One thread per group of HEAT_STATS_GROUP rows: the group's minimum,
+ * maximum and sum (in row order, from 0) into g, g + groups, g + 2 groups. */
+__global__ void stats_groups_kernel(const double *d, long long rows, long long groups, double *g)
+{
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= groups) return;
+    const double *rmin = d, *rmax = d + rows, *rsum = d + 2 * rows;
+    double lo = INFINITY, hi = -INFINITY, s = 0;
+    const long long end = min(rows, (k + 1) * HEAT_STATS_GROUP);
+    for (long long r = k * HEAT_STATS_GROUP; r < end; r++) {
+        lo = rmin[r] < lo ? rmin[r] : lo;
+        hi = rmax[r] > hi ? rmax[r] : hi;
+        s = s + rsum[r];
+    }
+    g[k] = lo, g[groups + k] = hi, g[2 * groups + k] = s;
+}
+
+/* The groups in order, by one thread, into out[3] (heat_stats_fold's
+ * result from min = +Inf, max = -Inf, sum = 0). */
+__global__ void stats_final_kernel(const double *g, long long groups, double *out)
+{
+    double lo = INFINITY, hi = -INFINITY, s = 0;
+    for (long long k = 0; k < groups; k++) {
+        lo = g[k] < lo ? g[k] : lo;
+        hi = g[groups + k] > hi ? g[groups + k] : hi;
+        s = s + g[2 * groups + k];
+    }
+    out[0] = lo == 0 ? 0.0 : lo, out[1] = hi == 0 ? 0.0 : hi, out[2] = s;
+}
+
+cudaError_t heat_cuda_stats_fold(const double *d, long long rows, double *work, double *out,
+                                 cudaStream_t stream)
+{
+    const long long groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
+    const int threads = 128;
+    stats_groups_kernel<<<(unsigned)((groups + threads - 1) / threads), threads, 0, stream>>>(
+        d, rows, groups, work);
+    stats_final_kernel<<<1, 1, 0, stream>>>(work, groups, out);
+    return cudaGetLastError();
+}
