@@ -246,17 +246,17 @@ static void print_multigrid(const heat_case *c)
                "%.6g (each cycle a step of history.csv; time.end and time.dt do not apply)\n",
                c->steady.tolerance);
     else
-        printf("multigrid       time.scheme %s: each step one multigrid solve to a relative "
-               "reduction of %.3g; dt %.6g = %.4g times the explicit limit %.6g\n",
+        printf("multigrid       time.scheme %s: each step one multigrid solve to a residual of "
+               "%.3g relative to its right-hand side; dt %.6g = %.4g times the explicit limit "
+               "%.6g\n",
                heat_scheme_name(c->time.scheme), c->solver.implicit_tolerance, c->d.dt,
                c->d.dt / c->d.dt_max, c->d.dt_max);
-    const double eps = 0x1p-23;
-    if (heat_case_implicit(c) && c->solver.precision == HEAT_FLOAT &&
-        c->solver.implicit_tolerance < 16 * eps)
-        printf("note            solver.implicit_tolerance = %.3g lies below what float resolves "
-               "(about 16 eps = %.2g relative, less where the step changes the field little): "
-               "each step's solve then ends at the rounding floor\n",
-               c->solver.implicit_tolerance, 16 * eps);
+    if (heat_case_implicit(c) && c->solver.implicit_tolerance < heat_case_implicit_floor(c))
+        printf("note            solver.implicit_tolerance = %.3g lies below what %s resolves at "
+               "this dt (about 16 eps (1 + theta dt / dt_max) = %.2g relative to the right-hand "
+               "side): each step's solve then ends at the rounding floor\n",
+               c->solver.implicit_tolerance, heat_precision_name(c->solver.precision),
+               heat_case_implicit_floor(c));
     if (heat_case_steady_multigrid(c) && heat_case_singular(c))
         printf("note            no Dirichlet or convective face: the steady state is fixed up to a "
                "constant; multigrid keeps the initial (rho c)-weighted mean\n");

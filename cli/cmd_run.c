@@ -82,9 +82,10 @@ int heat_cmd_run(const heat_cli_args *a)
     }
     if (res.reason == HEAT_STOP_SOLVE_STALLED) {
         fprintf(stderr,
-                "heat: step %lld's multigrid solve stalled: the residual fell by %.3g, not by "
-                "solver.implicit_tolerance = %.3g; the state at that step is written. Use "
-                "double precision or a larger solver.implicit_tolerance\n",
+                "heat: step %lld's multigrid solve stalled: the residual came to %.3g relative "
+                "to the right-hand side, not to solver.implicit_tolerance = %.3g; the state at "
+                "that step is written. Use double precision or a larger "
+                "solver.implicit_tolerance\n",
                 (long long)res.final_step, res.mg_reduction, c.solver.implicit_tolerance);
         return 3;
     }

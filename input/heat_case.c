@@ -84,6 +84,12 @@ double heat_case_default_implicit_tolerance(heat_precision p)
     return p == HEAT_FLOAT ? 1e-5 : 1e-10;
 }
 
+double heat_case_implicit_floor(const heat_case *c)
+{
+    const double eps = c->solver.precision == HEAT_FLOAT ? 0x1p-23 : 0x1p-52;
+    return 16.0 * eps * (1.0 + c->d.theta * c->d.dt / c->d.dt_max);
+}
+
 int heat_case_singular(const heat_case *c)
 {
     for (int f = 0; f < 2 * c->grid.dims; f++)

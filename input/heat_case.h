@@ -233,7 +233,7 @@ typedef struct heat_case {
         heat_kernel kernel;
         int temporal_block; /* steps fused per pass (1 to HEAT_TEMPORAL_BLOCK_MAX) */
         int temporal_auto;  /* "auto" in the deck: temporal_block is heat_case_auto_depth's */
-        double implicit_tolerance; /* relative residual reduction of each implicit step's solve */
+        double implicit_tolerance; /* an implicit step's residual relative to its right-hand side */
     } solver;
 
     struct {
@@ -331,6 +331,13 @@ static inline int heat_case_multigrid(const heat_case *c)
 /* The default solver.implicit_tolerance of a precision: 1e-10 in double,
  * 1e-5 in float. */
 double heat_case_default_implicit_tolerance(heat_precision p);
+
+/* What an implicit step's solve resolves relative to its right-hand side:
+ * rounding leaves a residual of about 16 eps |u|max (1 / dt + theta / dt_max)
+ * (kernels/mg_solve.c), and max |b| / ((rho c) V) is about |u|max / dt where no
+ * source dominates, so 16 eps (1 + theta dt / dt_max). A
+ * solver.implicit_tolerance below it ends each step's solve at that floor. */
+double heat_case_implicit_floor(const heat_case *c);
 
 /* Whether the steady problem of the case is singular: no Dirichlet face and
  * no convective face with h > 0, so that the steady state is fixed only up

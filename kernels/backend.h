@@ -118,15 +118,16 @@ int heat_backend_set_classes(heat_backend *b, const uint8_t *cls, const heat_coe
  * Euler steps, V-cycles of the steady solve (`steps` cycles; the residual is
  * max |du/dt| = |div k grad u + q| / (rho c) of the field after the last
  * cycle) or implicit steps, each one multigrid solve to
- * solver.implicit_tolerance (the residual is max |u' - u| / dt of the last
- * step, as for explicit runs). docs/ARCHITECTURE.md, "Multigrid". */
+ * solver.implicit_tolerance relative to the step's right-hand side (the
+ * residual is max |u' - u| / dt of the last step, as for explicit runs).
+ * docs/ARCHITECTURE.md, "Multigrid". */
 
 #define HEAT_BACKEND_MG_LEVELS 64
 
 typedef struct heat_mg_info {
     int64_t cycles;       /* steady: cycles run so far; implicit: the last step's solve */
     int64_t total_cycles; /* every V-cycle of the run */
-    double reduction;     /* residual over the start's (steady) or the last step's first */
+    double reduction;     /* residual over the start's (steady) or the last step's b (implicit) */
     int stalled;          /* the last advance stopped at a step whose solve stalled */
     int64_t steps_done;   /* cycles or steps the last advance completed */
     int levels;

@@ -127,7 +127,7 @@ typedef struct heat_mg {
     double theta, dt;  /* dt of implicit steps */
     double diag_scale; /* about the largest diag / ((rho c) V) of the finest level */
     double eps;        /* the precision's machine epsilon */
-    double tolerance;  /* relative reduction of an implicit step's solve */
+    double tolerance;  /* an implicit step's solve: its residual over its right-hand side's */
     double weight;     /* the sum of (rho c) V over the nodes not held */
 } heat_mg;
 
@@ -182,8 +182,10 @@ typedef struct heat_mg_ops {
     /* Level 0: x += delta at every node (singular problems). */
     int (*shift)(void *ctx, double delta, heat_error *err);
     /* Implicit steps: b of level 0 = the step's right-hand side from x; when
-     * keep, x is also kept for dudt. */
-    int (*rhs)(void *ctx, int keep, heat_error *err);
+     * keep, x is also kept for dudt. *bmax: max |b| / ((rho c) V) over the
+     * nodes not held, from the same pass and weighted as norms weights the
+     * residual (a maximum: the same bits on every backend). */
+    int (*rhs)(void *ctx, int keep, double *bmax, heat_error *err);
     /* max |x - x kept| / dt over the nodes not held. */
     int (*dudt)(void *ctx, double *m, heat_error *err);
     /* Optional: one whole V-cycle at once (the GPU replays a graph of the
@@ -201,7 +203,7 @@ typedef struct heat_mg_state {
     double r0, mean0, wsum; /* steady: the start's residual, weighted mean and weight */
     int64_t cycles;         /* steady: cycles run; implicit: the last step's */
     int64_t total_cycles;   /* every cycle of this backend */
-    double reduction;       /* residual over the start's (steady) or the step's first */
+    double reduction;       /* residual over the start's (steady) or the step's b (implicit) */
     double residual;        /* the last max |b - A x| / ((rho c) V) */
     int stalled;            /* an implicit step's solve stopped above its tolerance */
     int64_t steps_done;     /* steps (implicit) or cycles (steady) of the last advance */
@@ -243,10 +245,12 @@ int heat_mg_time_parts(const heat_mg *m, const heat_mg_ops *ops, void *ctx,
 int heat_mg_steady(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_mg_state *st,
                    int64_t cycles, double *residual, heat_error *err);
 
-/* `steps` implicit steps, each solved to a relative reduction of the
- * residual by m->tolerance or to the rounding floor of the precision;
- * *residual (if not NULL): max |u' - u| / dt of the last step. A step whose
- * solve stops improving first ends the call (st->stalled, st->steps_done). */
+/* `steps` implicit steps, each solved until its residual is at most
+ * m->tolerance times its right-hand side (max |b - A x| <= tolerance max |b|,
+ * both over (rho c) V and the nodes not held) or at the rounding floor of the
+ * precision; *residual (if not NULL): max |u' - u| / dt of the last step. A
+ * step whose solve stops improving first ends the call (st->stalled,
+ * st->steps_done). */
 int heat_mg_implicit(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_mg_state *st,
                      int64_t steps, double *residual, heat_error *err);
 

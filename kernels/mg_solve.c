@@ -69,19 +69,24 @@ int heat_mg_steady(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_mg_
 }
 
 /* One implicit step's solve from the field (the previous level) as first
- * guess: cycles until the residual falls by m->tolerance or to the rounding
- * floor, 16 eps |u|max diag_scale (what evaluating the residual in the
- * precision leaves). A run of 3 cycles that each reduce it by less than half
- * ends the solve: at the floor (within 256 eps |u|max diag_scale) it counts
- * as converged, above it as stalled. */
-static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_mg_state *st,
-                      heat_error *err)
+ * guess, bmax = max |b| / ((rho c) V) of its right-hand side: cycles until
+ * the residual is at most m->tolerance bmax (relative to the right-hand
+ * side, as hypre and PETSc measure it: a step that changes the field little
+ * starts near it and takes few cycles) or at the rounding floor,
+ * 16 eps |u|max diag_scale (what evaluating the residual in the precision
+ * leaves; the target when b is zero). A run of 3 cycles that each reduce it
+ * by less than half ends the solve: at the floor (within
+ * 256 eps |u|max diag_scale) it counts as converged, above it as stalled.
+ * st->reduction: the final residual over bmax, or over the first residual
+ * where b is zero. */
+static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, double bmax,
+                      heat_mg_state *st, heat_error *err)
 {
     double r0, umax, wsum;
     int rc = ops->norms(ctx, &r0, &umax, &wsum, err);
     if (rc) return rc;
     const double scale = m->eps * umax * m->diag_scale;
-    const double target = fmax(m->tolerance * r0, 16.0 * scale);
+    const double target = fmax(m->tolerance * bmax, 16.0 * scale);
     double r = r0, prev = r0;
     int slow = 0;
     st->cycles = 0;
@@ -99,7 +104,7 @@ static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_
         }
     }
     st->residual = r;
-    st->reduction = r0 > 0 ? r / r0 : 0.0;
+    st->reduction = bmax > 0 ? r / bmax : r0 > 0 ? r / r0 : 0.0;
     return HEAT_OK;
 }
 
@@ -110,8 +115,9 @@ int heat_mg_implicit(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_m
     st->steps_done = 0;
     for (int64_t n = 0; n < steps; n++) {
         const int keep = residual != NULL;
-        if ((rc = ops->rhs(ctx, keep, err))) return rc;
-        if ((rc = step_solve(m, ops, ctx, st, err))) return rc;
+        double bmax;
+        if ((rc = ops->rhs(ctx, keep, &bmax, err))) return rc;
+        if ((rc = step_solve(m, ops, ctx, bmax, st, err))) return rc;
         st->steps_done++;
         if (keep && (n == steps - 1 || st->stalled || !isfinite(st->residual))) {
             if ((rc = ops->dudt(ctx, residual, err))) return rc;

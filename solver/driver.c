@@ -35,7 +35,8 @@ const char *heat_stop_reason_text(heat_stop_reason r)
     case HEAT_STOP_STALLED:
         return "stopped: the residual stalled above steady.tolerance";
     case HEAT_STOP_SOLVE_STALLED:
-        return "stopped: an implicit step's solve stalled above solver.implicit_tolerance";
+        return "stopped: an implicit step's solve stalled above solver.implicit_tolerance "
+               "(relative to its right-hand side)";
     }
     return "?";
 }
@@ -46,13 +47,15 @@ const char *heat_stop_reason_text(heat_stop_reason r)
 static void notice_floor(const run_state *s, const void *field)
 {
     const heat_case *c = s->c;
-    const double eps = 0x1p-23;
-    if (heat_case_implicit(c) && c->solver.precision == HEAT_FLOAT &&
-        c->solver.implicit_tolerance < 16 * eps && s->opt->notices)
+    if (heat_case_implicit(c) && c->solver.implicit_tolerance < heat_case_implicit_floor(c) &&
+        s->opt->notices)
         fprintf(s->opt->notices,
-                "notice: solver.implicit_tolerance = %.3g lies below what float resolves (about "
-                "16 eps = %.2g relative): each step's solve ends at the rounding floor instead\n",
-                c->solver.implicit_tolerance, 16 * eps);
+                "notice: solver.implicit_tolerance = %.3g lies below what %s resolves at dt = "
+                "%.4g times the explicit limit (about 16 eps (1 + theta dt / dt_max) = %.2g "
+                "relative to the right-hand side): each step's solve ends at the rounding floor "
+                "instead\n",
+                c->solver.implicit_tolerance, heat_precision_name(c->solver.precision),
+                c->d.dt / c->d.dt_max, heat_case_implicit_floor(c));
     if (!c->steady.enabled) return;
     double umax = heat_field_max_abs(c, field, field_points(s));
     heat_par_max(s->par, &umax, 1);
@@ -385,8 +388,8 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
         if (s->opt->notices)
             fprintf(s->opt->notices,
                     "notice: step %lld: its multigrid solve stopped improving after %lld V-cycles "
-                    "with the residual reduced by %.3g, not by solver.implicit_tolerance = %.3g, "
-                    "and above what rounding in %s leaves\n",
+                    "with the residual at %.3g relative to the right-hand side, not at "
+                    "solver.implicit_tolerance = %.3g, and above what rounding in %s leaves\n",
                     (long long)s->step, (long long)s->mg.cycles, s->mg.reduction,
                     c->solver.implicit_tolerance, heat_precision_name(c->solver.precision));
     } else if (c->steady.enabled && s->step % c->d.check_every == 0) {

@@ -56,7 +56,7 @@ typedef struct heat_run_result {
     char transport[96], writer[96];
     /* Multigrid (steady.method = "multigrid", implicit time.scheme). */
     int64_t mg_cycles;   /* V-cycles in all */
-    double mg_reduction; /* the last solve's: residual over its start's */
+    double mg_reduction; /* the last solve's: heat_mg_info.reduction */
     char mg_text[256];   /* the hierarchy, heat_mg_info.text */
 } heat_run_result;
 

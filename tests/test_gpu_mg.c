@@ -1,7 +1,8 @@
 /* Multigrid on the GPU against the CPU backend, the reference (kernels/mg.h):
  * V-cycles of the steady solve and implicit steps (backward Euler,
  * Crank-Nicolson) from the same random field give the same field bit for
- * bit, and the same residuals, in float and double, 2D and 3D, on grids of
+ * bit, and the same residuals, V-cycles and reductions (the implicit
+ * steps' residual over max |b|), in float and double, 2D and 3D, on grids of
  * sizes that are not 2^k + 1 and with every uniform face, and on a deck of
  * three materials with a source and convective and flux faces; a singular problem
  * (no Dirichlet face), whose kept mean is a sum over nodes, agrees within
@@ -112,9 +113,10 @@ static void set_classes(const heat_case *c, heat_backend *b, const char *be)
     free(cls);
 }
 
-/* `calls` advances of `steps` each on backend `be`: the final field and
- * the residual of each call. */
-static void *advance_on(const test_sets *sets, const char *be, int calls, int steps, double *resid)
+/* `calls` advances of `steps` each on backend `be`: the final field, the
+ * residual of each call and the solves' report after the last. */
+static void *advance_on(const test_sets *sets, const char *be, int calls, int steps, double *resid,
+                        heat_mg_info *info)
 {
     heat_case c;
     load(&c, sets, be);
@@ -128,6 +130,7 @@ static void *advance_on(const test_sets *sets, const char *be, int calls, int st
     for (int i = 0; i < calls; i++)
         if (heat_backend_advance(b, steps, &resid[i], &err)) fail_msg("%s: %s", be, err.msg);
     assert_int_equal(heat_backend_download(b, f, &err), HEAT_OK);
+    heat_backend_mg_info(b, info);
     heat_backend_destroy(b);
     return f;
 }
@@ -139,8 +142,9 @@ static void compare(const test_sets *sets, int calls, int steps, double tol, con
     heat_case c;
     load(&c, sets, "cpu");
     double rc[8], rg[8];
-    void *fc = advance_on(sets, "cpu", calls, steps, rc);
-    void *fg = advance_on(sets, "cuda", calls, steps, rg);
+    heat_mg_info ic, ig;
+    void *fc = advance_on(sets, "cpu", calls, steps, rc, &ic);
+    void *fg = advance_on(sets, "cuda", calls, steps, rg, &ig);
     double scale = 0, worst = 0;
     int64_t first = -1;
     for (int64_t i = 0; i < c.d.points; i++) scale = fmax(scale, fabs(fget(&c, fc, i)));
@@ -156,6 +160,11 @@ static void compare(const test_sets *sets, int calls, int steps, double tol, con
     for (int i = 0; i < calls; i++)
         if (tol == 0 ? rc[i] != rg[i] : !(fabs(rc[i] - rg[i]) <= 1e-6 * fabs(rc[i]) + 1e-300))
             fail_msg("%s: call %d's residual: cpu %.17g, cuda %.17g", what, i, rc[i], rg[i]);
+    /* the same cycles, and (implicit steps) the same residual over max |b| */
+    if (ic.total_cycles != ig.total_cycles || (tol == 0 && ic.reduction != ig.reduction))
+        fail_msg("%s: cpu %lld V-cycles, reduction %.17g; cuda %lld, %.17g", what,
+                 (long long)ic.total_cycles, ic.reduction, (long long)ig.total_cycles,
+                 ig.reduction);
     free(fc);
     free(fg);
 }

@@ -355,6 +355,114 @@ static void test_sine_decay(void **state)
         }
 }
 
+/* max |b - A u1| / ((rho c) V) of a backward Euler step from u0 to u1 over
+ * the nodes not held, evaluated here from the case alone (one material, every
+ * face Dirichlet: each node not held is the centre of a whole cell, and
+ * (b - A u1) / ((rho c) V) = (u0 - u1) / dt + alpha lap_h u1); *bmax:
+ * max |b| / ((rho c) V) = max |u0| / dt over the same nodes. */
+static double be_residual(const heat_case *c, const void *u0, const void *u1, double *bmax)
+{
+    const int64_t *n = c->grid.n, sy = n[0], sz = n[0] * n[1];
+    const int64_t st[3] = {1, sy, sz};
+    double rm = 0, bm = 0;
+    for (int64_t k = c->grid.dims > 2; k < n[2] - (c->grid.dims > 2); k++)
+        for (int64_t j = 1; j < n[1] - 1; j++)
+            for (int64_t i = 1; i < n[0] - 1; i++) {
+                const int64_t p = k * sz + j * sy + i;
+                const double u = fget(c, u1, p);
+                double lap = 0;
+                for (int d = 0; d < c->grid.dims; d++)
+                    lap += (fget(c, u1, p - st[d]) - 2.0 * u + fget(c, u1, p + st[d])) /
+                           (c->d.h[d] * c->d.h[d]);
+                const double r = (fget(c, u0, p) - u) / c->d.dt + c->alpha * lap;
+                rm = fmax(rm, fabs(r));
+                bm = fmax(bm, fabs(fget(c, u0, p)) / c->d.dt);
+            }
+    *bmax = bm;
+    return rm;
+}
+
+/* The solve's tolerance is relative to the step's right-hand side: steps of
+ * a transient that has nearly settled start close to their solution and
+ * take far fewer V-cycles than the first step from a rough field (relative
+ * to the step's first residual, each would take as many), and every step's
+ * residual, evaluated here, is at most tolerance max |b| / ((rho c) V). A
+ * right-hand side of zero solves to the rounding floor: no cycle at all for
+ * a zero field between zero faces. */
+static void test_tolerance_of_rhs(void **state)
+{
+    (void)state;
+    const double tol = 1e-6;
+    test_sets s = {0};
+    test_sets_add(&s, "grid.points=[33, 33, 33]");
+    test_sets_add(&s, "initial={type=\"constant\"; value=0.5;}");
+    test_sets_add(&s, "boundary.x_lo={type=\"dirichlet\"; value=1.0;}");
+    test_sets_add(&s, "solver.implicit_tolerance=%.17g", tol);
+    heat_case c;
+    load(&c, sine_deck, &s);
+    test_sets_add(&s, "time.dt=%.17g", 100.0 * c.d.dt_max);
+    load(&c, sine_deck, &s);
+    void *u0 = field_alloc(&c), *u1 = field_alloc(&c);
+    heat_backend *b = NULL;
+    heat_error err;
+    assert_int_equal(heat_initial_fill(&c, u0, &err), HEAT_OK);
+    assert_int_equal(heat_backend_create(&c, NULL, &b, &err), HEAT_OK);
+    if (heat_backend_mg_setup(b, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(heat_backend_upload(b, u0, &err), HEAT_OK);
+    const int steps = 30;
+    int64_t cycles[30];
+    double r;
+    heat_mg_info info;
+    for (int n = 0; n < steps; n++) {
+        assert_int_equal(heat_backend_advance(b, 1, &r, &err), HEAT_OK);
+        assert_int_equal(heat_backend_download(b, u1, &err), HEAT_OK);
+        heat_backend_mg_info(b, &info);
+        cycles[n] = info.cycles;
+        double bmax;
+        const double res = be_residual(&c, u0, u1, &bmax);
+        if (info.stalled || !(res <= tol * bmax) || !(info.reduction <= tol))
+            fail_msg("step %d: max |b - A u| = %.3g, above %.3g = tolerance max |b| (the backend's "
+                     "ratio %.3g%s)",
+                     n + 1, res, tol * bmax, info.reduction, info.stalled ? ", stalled" : "");
+        memcpy(u0, u1, (size_t)c.d.points * heat_case_value_size(&c));
+    }
+    if (!(2 * cycles[steps - 1] <= cycles[0]))
+        fail_msg("step %d of a settling transient took %lld V-cycles, the first %lld: not half",
+                 steps, (long long)cycles[steps - 1], (long long)cycles[0]);
+    heat_backend_destroy(b);
+    /* From rest (b = 0), x_lo at 1: to the rounding floor, 16 eps |u|max
+     * (1 / dt + 1 / dt_max) (mg_solve.c), within twice that for the
+     * rounding of the evaluation here; a zero field between zero faces is
+     * solved already. */
+    for (int hot = 1; hot >= 0; hot--) {
+        test_sets z = s;
+        for (int i = 0; i < z.n; i++) z.ptr[i] = z.buf[i];
+        test_sets_add(&z, "initial={type=\"constant\"; value=0.0;}");
+        test_sets_add(&z, "boundary.x_lo={type=\"dirichlet\"; value=%d.0;}", hot);
+        load(&c, sine_deck, &z);
+        assert_int_equal(heat_initial_fill(&c, u0, &err), HEAT_OK);
+        assert_int_equal(heat_backend_create(&c, NULL, &b, &err), HEAT_OK);
+        if (heat_backend_mg_setup(b, &err)) fail_msg("%s", err.msg);
+        assert_int_equal(heat_backend_upload(b, u0, &err), HEAT_OK);
+        assert_int_equal(heat_backend_advance(b, 1, &r, &err), HEAT_OK);
+        assert_int_equal(heat_backend_download(b, u1, &err), HEAT_OK);
+        heat_backend_mg_info(b, &info);
+        double bmax;
+        const double res = be_residual(&c, u0, u1, &bmax);
+        const double floor = 16.0 * 0x1p-52 * hot * (1.0 / c.d.dt + 1.0 / c.d.dt_max);
+        assert_true(bmax == 0);
+        assert_false(info.stalled);
+        if (!(res <= 2.0 * floor))
+            fail_msg("from rest, x_lo at %d: residual %.3g after %lld V-cycles, above the floor "
+                     "%.3g",
+                     hot, res, (long long)info.cycles, floor);
+        if (!hot) assert_int_equal(info.cycles, 0);
+        heat_backend_destroy(b);
+    }
+    free(u0);
+    free(u1);
+}
+
 /* N implicit steps, a restart from the checkpoint at N, N more: the same
  * field bit for bit as 2N steps straight (both schemes, float and double). */
 static void test_implicit_restart(void **state)
@@ -470,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_agrees_with_explicit),
         cmocka_unit_test(test_singular),
         cmocka_unit_test(test_sine_decay),
+        cmocka_unit_test(test_tolerance_of_rhs),
         cmocka_unit_test(test_implicit_restart),
         cmocka_unit_test(test_float_floor),
     };

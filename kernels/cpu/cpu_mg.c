@@ -203,14 +203,11 @@ static int op_shift(void *ctx, double delta, heat_error *err)
     return HEAT_OK;
 }
 
-static int op_rhs(void *ctx, int keep, heat_error *err)
+static int op_rhs(void *ctx, int keep, double *bmax, heat_error *err)
 {
     (void)err;
     cpu_mg *g = ctx;
-    if (g->is_float)
-        mg_rhs_f(&g->f, keep);
-    else
-        mg_rhs_d(&g->d, keep);
+    *bmax = g->is_float ? mg_rhs_f(&g->f, keep) : mg_rhs_d(&g->d, keep);
     return HEAT_OK;
 }
 

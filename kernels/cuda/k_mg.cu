@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(256)
     T *out = PASS == P_SMOOTH ? (sweep % 2 ? L.x0 : L.x1) : L.x1;
     const T c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
     const bool z0 = PASS == P_SMOOTH && zero && sweep == 0;
-    unsigned long long rm = 0, um = 0, lo = ~0ull, hi = 0;
+    unsigned long long rm = 0, um = 0, bm = 0, lo = ~0ull, hi = 0;
     double ws = 0, sum = 0;
     if (in && k0 < k1) {
         const long long col = (long long)j * L.n[0] + i;
@@ -216,7 +216,9 @@ __global__ void __launch_bounds__(256)
                     /* b was zero for this pass: r = -(A c) */
                     const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
                     const int a = F.cls ? F.mat[F.cls[p]] : 0;
-                    L.b[p] = rhs_value(c, -r, F.mdt[a] * vol, F.ct, F.b0 ? F.b0[p] : T(0));
+                    const T bv = rhs_value(c, -r, F.mdt[a] * vol, F.ct, F.b0 ? F.b0[p] : T(0));
+                    L.b[p] = bv;
+                    bm = max(bm, abs_bits(bv / (F.rhoc[a] * vol)));
                 } else {
                     const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
                     const T rc = F.rhoc[F.cls ? F.mat[F.cls[p]] : 0];
@@ -228,6 +230,7 @@ __global__ void __launch_bounds__(256)
             c = zp;
         }
     }
+    if (PASS == P_RHS) hk_block_max(bm, &norms->bmax);
     if (PASS == P_NORMS) {
         hk_block_max(rm, &norms->rmax);
         __syncthreads(); /* hk_block_max's shared slots, used again */
@@ -494,9 +497,10 @@ static int op_shift(void *ctx, double delta, heat_error *err)
     return heat_cuda_mg_finish(g, err);
 }
 
-static int op_rhs(void *ctx, int keep, heat_error *err)
+static int op_rhs(void *ctx, int keep, double *bmax, heat_error *err)
 {
     cuda_mg *g = (cuda_mg *)ctx;
+    MG_CUDA_CHECK(cudaMemsetAsync(&g->d_norms->bmax, 0, sizeof g->d_norms->bmax, g->stream));
     if (g->is_float) {
         mgd_fine<float> f = g->ff;
         if (!keep) f.keep = nullptr;
@@ -506,7 +510,11 @@ static int op_rhs(void *ctx, int keep, heat_error *err)
         if (!keep) f.keep = nullptr;
         launch_pass<double, P_RHS>(g, g->ld[0], f, true, 0, 0);
     }
-    return heat_cuda_mg_finish(g, err);
+    MG_CUDA_CHECK(cudaMemcpyAsync(&g->h_norms->bmax, &g->d_norms->bmax, sizeof g->h_norms->bmax,
+                                  cudaMemcpyDeviceToHost, g->stream));
+    const int rc = heat_cuda_mg_finish(g, err);
+    if (!rc) *bmax = bits_value(g->h_norms->bmax);
+    return rc;
 }
 
 static int op_dudt(void *ctx, double *m, heat_error *err)

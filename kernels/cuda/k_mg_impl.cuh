@@ -46,6 +46,7 @@ template <typename T> struct mgd_fine {
 
 struct mg_norms {
     unsigned long long rmax, umax; /* |values| as ordered bits (stencil.cuh's trick) */
+    unsigned long long bmax;       /* the implicit right-hand side's, as rmax */
     double wsum;
     /* The field's smallest and largest value as ordered bits of any sign
      * (ordered()), and its sum: history.csv's columns without a download. */
