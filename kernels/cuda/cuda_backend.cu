@@ -459,10 +459,10 @@ static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t byt
     return HEAT_OK;
 }
 
-/* The device memory, stream and events of a new backend; on failure the
- * caller destroys it. */
+/* A new backend's device memory, stream and events (the caller frees them). */
 static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error *err)
 {
+    heat_cuda_schedule_for_affinity();
     cudaError_t e = cudaMalloc(&s->u, s->bytes);
     if (e == cudaSuccess) e = cudaMalloc(&s->v, s->bytes);
     if (e != cudaSuccess) {

@@ -31,6 +31,10 @@ int heat_cuda_part_create(const heat_case *c, const heat_part *part, const heat_
  * (modulo their number). Before anything else of CUDA runs in the process. */
 void heat_cuda_select_device(int node_rank);
 
+/* Waits for the GPU blocking, not spinning, when this process may run on
+ * at most two CPUs (cuda_part.cu). Call before the backend's allocations. */
+void heat_cuda_schedule_for_affinity(void);
+
 /* Whether the CUDA backend runs the variable-coefficient update. */
 int heat_cuda_general(void);
 

@@ -36,6 +36,7 @@
  * overwrites). The residual is therefore taken by a kernel of its own over
  * the owned box, never from the sweeps.
  */
+#include <sched.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -544,6 +545,19 @@ extern "C" void heat_cuda_select_device(int node_rank)
     cudaGetLastError();
 }
 
+/* A process that may run on one or two CPUs only (mpirun binds each rank to
+ * a core by default) waits for the GPU asleep, not spinning: a spinning wait
+ * takes the core from the CUDA driver's and heat's other threads, and cost
+ * 2 to 5% of the 512^3 loop on an H100 (docs/PERFORMANCE.md). Elsewhere
+ * CUDA's default (spinning while there are CPUs to spare) stays. */
+extern "C" void heat_cuda_schedule_for_affinity(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) <= 2 &&
+        cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+        cudaGetLastError(); /* a device in use with other flags: keep them */
+}
+
 /* Whether another rank of this node works on the same GPU (by UUID). */
 static int gpu_shared(const heat_halo_comm *comm, int dev, int *sharing)
 {
@@ -647,6 +661,7 @@ static int allocate(part_state *s, const char *name, heat_error *err)
                               s->p.part.rank, name, (2.0 * bytes + 2.0 * msgs) / 1e9,
                               (long long)s->p.values, free_b / 1e9, total_b / 1e9);
     PART_CHECK(cudaMalloc(&s->u, bytes));
+    heat_cuda_schedule_for_affinity();
     PART_CHECK(cudaMalloc(&s->v, bytes));
     PART_CHECK(cudaMemset(s->u, 0, bytes));
     PART_CHECK(cudaMemset(s->v, 0, bytes));
