@@ -32,7 +32,8 @@
  *
  * Coarsening (any grid size): along an axis of m intervals, the intervals
  * pair up; with m odd one stays single (at the end whose interval is the
- * longer, so that short intervals merge). So coarse grids may be graded.
+ * longer, so that short intervals merge; between equal ones at a held end,
+ * else at the low end). So coarse grids may be graded.
  * An axis coarsens while it has at least 2 intervals and its longest is at
  * most twice the shortest longest-interval of the axes that can coarsen
  * (semi-coarsening keeps the cells near isotropic). Coarsening stops at a
