@@ -249,53 +249,60 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-/* b of level l + 1 = R r, r in level l's x1: one thread per coarse node,
- * cpu_mg.inc's order. */
-template <typename T>
-__global__ void mg_restrict_kernel(const mgd_level<T> F, const mgd_level<T> C, long long points)
+/* b of level l + 1 = R r, r in level l's x1: one thread per coarse node
+ * (blocks of 32 x 8 nodes of a plane, striding over the planes and rows the
+ * grid does not cover: no division by the sizes), cpu_mg.inc's order. */
+template <typename T> __global__ void mg_restrict_kernel(const mgd_level<T> F, const mgd_level<T> C)
 {
-    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= points) return;
-    const int i = (int)(idx % C.n[0]), j = (int)(idx / C.n[0] % C.n[1]);
-    const int k = (int)(idx / ((long long)C.n[0] * C.n[1]));
-    if (held_at(C, i, j, k)) return;
+    const int i = blockIdx.x * 32 + threadIdx.x;
+    if (i >= C.n[0]) return;
     const T *r = F.x1;
-    T s = 0;
-    for (int tz = 0; tz < 3; tz++)
-        for (int ty = 0; ty < 3; ty++)
-            for (int tx = 0; tx < 3; tx++) {
-                const T w = C.wr[2][3 * k + tz] * (C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx]);
-                if (w == T(0)) continue;
-                const long long f =
-                    ((long long)C.pr[2][3 * k + tz] * F.n[1] + C.pr[1][3 * j + ty]) * F.n[0] +
-                    C.pr[0][3 * i + tx];
-                s = s + w * r[f];
-            }
-    C.b[idx] = s;
+    for (int k = blockIdx.z; k < C.n[2]; k += gridDim.z)
+        for (int j = blockIdx.y * 8 + threadIdx.y; j < C.n[1]; j += gridDim.y * 8) {
+            if (held_at(C, i, j, k)) continue;
+            T s = 0;
+            for (int tz = 0; tz < 3; tz++)
+                for (int ty = 0; ty < 3; ty++)
+                    for (int tx = 0; tx < 3; tx++) {
+                        const T w =
+                            C.wr[2][3 * k + tz] * (C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx]);
+                        if (w == T(0)) continue;
+                        const long long f =
+                            ((long long)C.pr[2][3 * k + tz] * F.n[1] + C.pr[1][3 * j + ty]) *
+                                F.n[0] +
+                            C.pr[0][3 * i + tx];
+                        s = s + w * r[f];
+                    }
+            C.b[((long long)k * C.n[1] + j) * C.n[0] + i] = s;
+        }
 }
 
-/* x of level l += P x of level l + 1: one thread per fine node. */
-template <typename T>
-__global__ void mg_prolong_kernel(const mgd_level<T> F, const mgd_level<T> C, long long points)
+/* x of level l += P x of level l + 1: one thread per fine node, in blocks
+ * as mg_restrict_kernel's. */
+template <typename T> __global__ void mg_prolong_kernel(const mgd_level<T> F, const mgd_level<T> C)
 {
-    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= points) return;
-    const int i = (int)(idx % F.n[0]), j = (int)(idx / F.n[0] % F.n[1]);
-    const int k = (int)(idx / ((long long)F.n[0] * F.n[1]));
-    if (held_at(F, i, j, k)) return;
+    const int i = blockIdx.x * 32 + threadIdx.x;
+    if (i >= F.n[0]) return;
     const T *e = C.x0;
-    T s = 0;
-    for (int cz = 0; cz < 2; cz++)
-        for (int cy = 0; cy < 2; cy++)
-            for (int cx = 0; cx < 2; cx++) {
-                const T w = F.wp[2][2 * k + cz] * (F.wp[1][2 * j + cy] * F.wp[0][2 * i + cx]);
-                if (w == T(0)) continue;
-                const long long c =
-                    ((long long)F.pp[2][2 * k + cz] * C.n[1] + F.pp[1][2 * j + cy]) * C.n[0] +
-                    F.pp[0][2 * i + cx];
-                s = s + w * e[c];
-            }
-    F.x0[idx] = F.x0[idx] + s;
+    for (int k = blockIdx.z; k < F.n[2]; k += gridDim.z)
+        for (int j = blockIdx.y * 8 + threadIdx.y; j < F.n[1]; j += gridDim.y * 8) {
+            if (held_at(F, i, j, k)) continue;
+            T s = 0;
+            for (int cz = 0; cz < 2; cz++)
+                for (int cy = 0; cy < 2; cy++)
+                    for (int cx = 0; cx < 2; cx++) {
+                        const T w =
+                            F.wp[2][2 * k + cz] * (F.wp[1][2 * j + cy] * F.wp[0][2 * i + cx]);
+                        if (w == T(0)) continue;
+                        const long long c =
+                            ((long long)F.pp[2][2 * k + cz] * C.n[1] + F.pp[1][2 * j + cy]) *
+                                C.n[0] +
+                            F.pp[0][2 * i + cx];
+                        s = s + w * e[c];
+                    }
+            const long long p = ((long long)k * F.n[1] + j) * F.n[0] + i;
+            F.x0[p] = F.x0[p] + s;
+        }
 }
 
 /* The coarsest level: x = C rhs (add: x += C rhs), the inverse stored by
@@ -362,6 +369,15 @@ static unsigned blocks_of(long long n, int threads)
     return (unsigned)((n + threads - 1) / threads);
 }
 
+/* The grid of a node kernel over a level of n nodes: blocks of 32 x 8,
+ * planes and rows beyond the grid's limits taken by striding. */
+static dim3 plane_grid(const int64_t n[3])
+{
+    const long long gy = (n[1] + 7) / 8;
+    return dim3((unsigned)((n[0] + 31) / 32), (unsigned)(gy < 65535 ? gy : 65535),
+                (unsigned)(n[2] < 65535 ? n[2] : 65535));
+}
+
 template <typename T> static mgd_level<T> *levels_of(cuda_mg *g);
 template <> mgd_level<float> *levels_of<float>(cuda_mg *g)
 {
@@ -390,8 +406,8 @@ template <typename T> static void k_restrict(cuda_mg *g, int l)
 {
     mgd_level<T> *L = levels_of<T>(g);
     launch_pass<T, P_RESID>(g, L[l], fine_of<T>(g), l == 0, 0, 0);
-    const long long np = g->m->lv[l + 1].points;
-    mg_restrict_kernel<T><<<blocks_of(np, 256), 256, 0, g->stream>>>(L[l], L[l + 1], np);
+    mg_restrict_kernel<T>
+        <<<plane_grid(g->m->lv[l + 1].n), dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1]);
     note_launch(g);
 }
 
@@ -410,8 +426,7 @@ template <typename T> static void k_coarse(cuda_mg *g)
 template <typename T> static void k_prolong(cuda_mg *g, int l)
 {
     mgd_level<T> *L = levels_of<T>(g);
-    const long long np = g->m->lv[l].points;
-    mg_prolong_kernel<T><<<blocks_of(np, 256), 256, 0, g->stream>>>(L[l], L[l + 1], np);
+    mg_prolong_kernel<T><<<plane_grid(g->m->lv[l].n), dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1]);
     note_launch(g);
 }
 
