@@ -43,7 +43,8 @@
 #   steps: build correct sanitize weak strong halo (default all)
 #   tools/heat_plot.py scaling OUTDIR/scaling.csv -o scaling.png
 #
-# Set HEAT_CUDA_ARCHS (default 90), HEAT_MPIEXEC (default mpiexec),
+# Set HEAT_CUDA_ARCHS (default 90), HEAT_MPIEXEC (default mpiexec), HEAT_MPIEXEC_FLAGS
+# (default --bind-to none with Open MPI),
 # HEAT_SCALING_RANKS (default 1 2 4 8 up to the GPUs that nvidia-smi -L
 # lists), HEAT_SCALING_BUILD (an existing build directory: no build step).
 # Libraries that the machine lacks are taken from .device-deps/env.sh when it
@@ -65,6 +66,16 @@ fi
 dry=${HEAT_SCALING_DRYRUN:-0}
 archs=${HEAT_CUDA_ARCHS:-90}
 mpiexec=${HEAT_MPIEXEC:-mpiexec}
+# GPU ranks unbound: bound to one core each (Open MPI's default), the 2-GPU
+# loop ran 2.6 times slower (docs/PERFORMANCE.md). HEAT_MPIEXEC_FLAGS replaces
+# these flags (empty: none).
+if [ -n "${HEAT_MPIEXEC_FLAGS+x}" ]; then
+  read -ra mflags <<<"$HEAT_MPIEXEC_FLAGS"
+elif "$mpiexec" --version 2>&1 | grep -q "Open MPI"; then
+  mflags=(--bind-to none)
+else
+  mflags=()
+fi
 jobs=$(nproc 2>/dev/null || echo 4)
 # Open MPI as root, more ranks than it counts slots for (the dry run); NCCL
 # without NVLink multicast.
@@ -209,7 +220,7 @@ if has correct; then
     for tb in 1 3; do
       ref=$out/correct_ref_${p}_$tb
       rm -rf "$ref"
-      if ! "$mpiexec" -n 1 "$heat" run "$out/correct.cfg" --quiet --set "output.dir=\"$ref\"" \
+      if ! "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n 1 "$heat" run "$out/correct.cfg" --quiet --set "output.dir=\"$ref\"" \
         --set "solver.precision=\"$p\"" --set "solver.temporal_block=$tb" \
         >"$out/correct_ref_${p}_$tb.log" 2>&1; then
         record "one-rank reference, $p k=$tb" FAIL "see $out/correct_ref_${p}_$tb.log"
@@ -219,7 +230,7 @@ if has correct; then
         for n in "${multi[@]}"; do
           tag=${p}_${tb}_${tr}_$n
           rm -rf "$out/correct_$tag"
-          if "$mpiexec" -n "$n" "$heat" run "$out/correct.cfg" --quiet \
+          if "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n "$n" "$heat" run "$out/correct.cfg" --quiet \
             --set "output.dir=\"$out/correct_$tag\"" --set "solver.precision=\"$p\"" \
             --set "solver.temporal_block=$tb" --set "parallel.transport=\"$tr\"" \
             >"$out/correct_$tag.log" 2>&1 &&
@@ -250,7 +261,7 @@ elif has sanitize; then
       for tb in 1 3; do
         tag=${tr}_${p}_$tb
         rm -rf "$out/san_$tag"
-        if "$mpiexec" -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        if "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
           --log-file "$out/san_${tag}_%p.log" "$heat" run "$out/correct.cfg" --quiet \
           --set "solver.precision=\"$p\"" --set "solver.temporal_block=$tb" \
           --set "parallel.transport=\"$tr\"" --set "output.dir=\"$out/san_$tag\"" \
@@ -325,7 +336,7 @@ measure() {
   [ "$k" = auto ] && kset='"auto"'
   [ "$tr" != - ] && sets+=(--set "parallel.transport=\"$tr\"")
   rm -rf "$dir"
-  "$mpiexec" -n "$n" "$heat" run "$out/scaling.cfg" --overwrite --set "output.dir=\"$dir\"" \
+  "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n "$n" "$heat" run "$out/scaling.cfg" --overwrite --set "output.dir=\"$dir\"" \
     --set "grid.points=[$nx, $ny, $nz]" --set "grid.length=[1.0, $((ny / nx)).0, $((nz / nx)).0]" \
     --set "solver.precision=\"$p\"" --set "solver.temporal_block=$kset" "${sets[@]}" "$@" \
     >"$log" 2>&1
@@ -396,7 +407,7 @@ if has halo; then
   for n in "${multi[@]}"; do
     {
       echo "== mpiexec -n $n heat bench --backend $backend --size $bench_size"
-      "$mpiexec" -n "$n" "$heat" bench --backend "$backend" "${kernel[@]}" --size "$bench_size" \
+      "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n "$n" "$heat" bench --backend "$backend" "${kernel[@]}" --size "$bench_size" \
         --precision both --temporal 1,3 --runs 10 --json "$out/halo_np$n.json" 2>&1
       echo "exit $?"
     } >>"$out/halo.txt"
