@@ -398,13 +398,16 @@ void heat_stats_fold(int64_t rows, const double *rmin, const double *rmax, const
 
 void heat_stats_field(const heat_case *c, const void *f, double *min, double *max, double *sum)
 {
-    heat_stats_rows(c, f, c->grid.n[0], c->grid.n[1] * c->grid.n[2], min, max, sum);
+    const int64_t nx = c->grid.n[0], ny = c->grid.n[1];
+    heat_stats_box(c, f, nx, ny, c->grid.n[2], nx, nx * ny, min, max, sum);
 }
 
-void heat_stats_rows(const heat_case *c, const void *f, int64_t nx, int64_t rows, double *min,
-                     double *max, double *sum)
+void heat_stats_box(const heat_case *c, const void *f, int64_t nx, int64_t ny, int64_t nz,
+                    int64_t sy, int64_t sz, double *min, double *max, double *sum)
 {
     const size_t vs = heat_case_value_size(c);
+    const int64_t rows = ny * nz;
+#define ROW(r) ((const char *)f + (size_t)(((r) % ny) * sy + ((r) / ny) * sz) * vs)
     double *r = malloc((size_t)rows * 3 * sizeof *r);
     *min = INFINITY, *max = -INFINITY, *sum = 0;
     if (!r) { /* the same order, one group of rows at a time */
@@ -412,16 +415,15 @@ void heat_stats_rows(const heat_case *c, const void *f, int64_t nx, int64_t rows
         for (int64_t j0 = 0; j0 < rows; j0 += HEAT_STATS_GROUP) {
             const int64_t n = rows - j0 < HEAT_STATS_GROUP ? rows - j0 : HEAT_STATS_GROUP;
             for (int64_t j = 0; j < n; j++)
-                heat_stats_row(c, (const char *)f + (size_t)((j0 + j) * nx) * vs, nx, &g[0][j],
-                               &g[1][j], &g[2][j]);
+                heat_stats_row(c, ROW(j0 + j), nx, &g[0][j], &g[1][j], &g[2][j]);
             heat_stats_fold(n, g[0], g[1], g[2], min, max, sum);
         }
         return;
     }
 #pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < rows; j++)
-        heat_stats_row(c, (const char *)f + (size_t)(j * nx) * vs, nx, &r[j], &r[rows + j],
-                       &r[2 * rows + j]);
+        heat_stats_row(c, ROW(j), nx, &r[j], &r[rows + j], &r[2 * rows + j]);
+#undef ROW
     heat_stats_fold(rows, r, r + rows, r + 2 * rows, min, max, sum);
     free(r);
 }

@@ -60,10 +60,11 @@ void heat_stats_row(const heat_case *c, const void *row, int64_t n, double *min,
  * sums by groups from the first row (above). */
 void heat_stats_fold(int64_t rows, const double *rmin, const double *rmax, const double *rsum,
                      double *min, double *max, double *sum);
-/* `rows` rows of nx values, one after the other (in parallel, folded in
- * order); heat_stats_field: the whole grid. */
-void heat_stats_rows(const heat_case *c, const void *f, int64_t nx, int64_t rows, double *min,
-                     double *max, double *sum);
+/* A box of nx x ny x nz values in a larger array: row (y, z) at f + y sy +
+ * z sz (values), the rows y fastest (in parallel, folded as above);
+ * heat_stats_field: the whole grid. */
+void heat_stats_box(const heat_case *c, const void *f, int64_t nx, int64_t ny, int64_t nz,
+                    int64_t sy, int64_t sz, double *min, double *max, double *sum);
 void heat_stats_field(const heat_case *c, const void *f, double *min, double *max, double *sum);
 
 struct heat_backend {

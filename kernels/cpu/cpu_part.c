@@ -305,25 +305,16 @@ static int part_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
     return HEAT_OK;
 }
 
-/* Over the owned box, its rows (y fastest) folded by groups as
- * backend_impl.h says, as the CUDA part does. */
+/* Over the owned box (backend_impl.h's order, as the CUDA part takes it). */
 static int part_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     (void)err;
     const part_state *s = b->impl;
     const hbox *o = &s->p.owned;
-    const int64_t ny = o->hi[1] - o->lo[1], rows = ny * (o->hi[2] - o->lo[2]);
-    double g[3][HEAT_STATS_GROUP];
-    *min = INFINITY, *max = -INFINITY, *sum = 0;
-    for (int64_t r0 = 0; r0 < rows; r0 += HEAT_STATS_GROUP) {
-        const int64_t n = rows - r0 < HEAT_STATS_GROUP ? rows - r0 : HEAT_STATS_GROUP;
-        for (int64_t r = 0; r < n; r++) {
-            const int64_t j = o->lo[1] + (r0 + r) % ny, k = o->lo[2] + (r0 + r) / ny;
-            heat_stats_row(b->c, (const char *)s->u + heat_halo_at(&s->p, o->lo[0], j, k) * s->vs,
-                           o->hi[0] - o->lo[0], &g[0][r], &g[1][r], &g[2][r]);
-        }
-        heat_stats_fold(n, g[0], g[1], g[2], min, max, sum);
-    }
+    heat_stats_box(b->c,
+                   (const char *)s->u + heat_halo_at(&s->p, o->lo[0], o->lo[1], o->lo[2]) * s->vs,
+                   o->hi[0] - o->lo[0], o->hi[1] - o->lo[1], o->hi[2] - o->lo[2], s->p.sy, s->p.sz,
+                   min, max, sum);
     return HEAT_OK;
 }
 

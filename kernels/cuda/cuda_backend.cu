@@ -766,10 +766,9 @@ static int cuda_field_stats(heat_backend *b, double *min, double *max, double *s
     const heat_case *c = b->c;
     const long long nx = c->grid.n[0], rows = (long long)c->grid.n[1] * c->grid.n[2];
     const long long groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
-    if (!s->d_rows) {
-        HEAT_CUDA_CHECK(cudaMalloc(&s->d_rows, (size_t)(rows + groups + 1) * 3 * sizeof(double)));
-        HEAT_CUDA_CHECK(cudaMallocHost(&s->h_rows, 3 * sizeof(double)));
-    }
+    if (!s->d_rows)
+        HEAT_CUDA_CHECK(cudaMalloc(&s->d_rows, (rows + groups + 1) * 3 * sizeof(double)));
+    if (!s->h_rows) HEAT_CUDA_CHECK(cudaMallocHost(&s->h_rows, 3 * sizeof(double)));
     double *d = s->d_rows, *g = d + 3 * rows, *out = g + 3 * groups;
     HEAT_CUDA_CHECK(
         heat_cuda_stats_rows(s->u, c->solver.precision == HEAT_FLOAT, nx, rows, d, s->stream));

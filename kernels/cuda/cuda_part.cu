@@ -520,7 +520,7 @@ static int part_field_stats(heat_backend *b, double *min, double *max, double *s
     void *f = malloc((size_t)(n[0] * n[1] * n[2]) * s->vs);
     if (!f) return heat_error_set(err, HEAT_ERUNTIME, "out of memory for the field's statistics");
     int rc = part_download(b, f, err);
-    if (!rc) heat_stats_rows(b->c, f, n[0], n[1] * n[2], min, max, sum);
+    if (!rc) heat_stats_box(b->c, f, n[0], n[1], n[2], n[0], n[0] * n[1], min, max, sum);
     free(f);
     return rc;
 }
@@ -660,8 +660,8 @@ static int allocate(part_state *s, const char *name, heat_error *err)
                               "of %.3f GB; use more ranks or GPUs, or float precision",
                               s->p.part.rank, name, (2.0 * bytes + 2.0 * msgs) / 1e9,
                               (long long)s->p.values, free_b / 1e9, total_b / 1e9);
-    PART_CHECK(cudaMalloc(&s->u, bytes));
     heat_cuda_schedule_for_affinity();
+    PART_CHECK(cudaMalloc(&s->u, bytes));
     PART_CHECK(cudaMalloc(&s->v, bytes));
     PART_CHECK(cudaMemset(s->u, 0, bytes));
     PART_CHECK(cudaMemset(s->v, 0, bytes));
