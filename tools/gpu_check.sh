@@ -154,21 +154,7 @@ fi
 
 if has loop; then
   say "whole loop: heat run, 512^3 float, all Dirichlet, residual every 100 steps"
-  cat >"$out/loop.cfg" <<'EOF'
-name = "loop";
-grid = { points = [512, 512, 512]; length = [1.0, 1.0, 1.0]; };
-material = { diffusivity = 1.0; };
-time = { max_steps = 3000; };
-steady = { tolerance = 1e-12; check_every = 100; };
-initial = { type = "gaussian"; center = [0.5, 0.5, 0.5]; width = 0.1; amplitude = 1.0; base = 0.0; };
-boundary = {
-  x_lo = { type = "dirichlet"; value = 1.0; }; x_hi = { type = "dirichlet"; value = 0.0; };
-  y_lo = { type = "dirichlet"; value = 0.0; }; y_hi = { type = "dirichlet"; value = 0.0; };
-  z_lo = { type = "dirichlet"; value = 0.0; }; z_hi = { type = "dirichlet"; value = 0.0; };
-};
-output = { every = 0; checkpoint_every = 0; };
-solver = { backend = "cuda"; precision = "float"; };
-EOF
+  cp tools/loop.cfg "$out/loop.cfg"
   for tb in 1 3; do
     "$heat" run "$out/loop.cfg" --overwrite --set "output.dir=$out/loop" \
       --set "solver.temporal_block=$tb" | sed "s/^/temporal_block=$tb: /" || status=1

@@ -200,21 +200,7 @@ glups() { grep -oE '[0-9.]+ GLUP/s' "$1" | tail -1 | cut -d' ' -f1; }
 
 if has loop; then
   say "whole loop: 512^3 float, all Dirichlet, residual every 100 steps"
-  cat >"$out/loop.cfg" <<'EOF'
-name = "loop";
-grid = { points = [512, 512, 512]; length = [1.0, 1.0, 1.0]; };
-material = { diffusivity = 1.0; };
-time = { max_steps = 3000; };
-steady = { tolerance = 1e-12; check_every = 100; };
-initial = { type = "gaussian"; center = [0.5, 0.5, 0.5]; width = 0.1; amplitude = 1.0; base = 0.0; };
-boundary = {
-  x_lo = { type = "dirichlet"; value = 1.0; }; x_hi = { type = "dirichlet"; value = 0.0; };
-  y_lo = { type = "dirichlet"; value = 0.0; }; y_hi = { type = "dirichlet"; value = 0.0; };
-  z_lo = { type = "dirichlet"; value = 0.0; }; z_hi = { type = "dirichlet"; value = 0.0; };
-};
-output = { every = 0; checkpoint_every = 0; };
-solver = { backend = "cuda"; precision = "float"; };
-EOF
+  cp tools/loop.cfg "$out/loop.cfg"
   for tb in 1 3; do
     a=() b=()
     # Alternating, twice each: a busy moment hits both alike.

@@ -283,23 +283,8 @@ elif has sanitize; then
   fi
 fi
 
-# The measuring deck: all Dirichlet, the residual every 100 steps, 200 steps,
-# the initial and final files only (written outside the timed loop).
-cat >"$out/scaling.cfg" <<EOF
-name = "scaling";
-grid = { points = [64, 64, 64]; length = [1.0, 1.0, 1.0]; };
-material = { diffusivity = 1.0; };
-time = { max_steps = 200; };
-steady = { tolerance = 1e-12; check_every = 100; };
-initial = { type = "gaussian"; center = [0.5, 0.5, 0.5]; width = 0.1; amplitude = 1.0; base = 0.0; };
-boundary = {
-  x_lo = { type = "dirichlet"; value = 1.0; }; x_hi = { type = "dirichlet"; value = 0.0; };
-  y_lo = { type = "dirichlet"; value = 0.0; }; y_hi = { type = "dirichlet"; value = 0.0; };
-  z_lo = { type = "dirichlet"; value = 0.0; }; z_hi = { type = "dirichlet"; value = 0.0; };
-};
-output = { every = 0; checkpoint_every = 0; };
-solver = { backend = "$backend"; };
-EOF
+# The measuring deck: tools/loop.cfg, its size, steps and backend set per run.
+cp tools/loop.cfg "$out/scaling.cfg"
 header=kind,ranks,points,precision,k,transport,glups,seconds,halo_not_hidden_s,halo_not_hidden_pct,halo_pack_s,halo_transfer_s,halo_unpack_s,k_used,split,transport_used,exit
 # A step's rows replace the ones an earlier run of it wrote.
 drop_rows() { # drop_rows KIND
@@ -338,6 +323,7 @@ measure() {
   rm -rf "$dir"
   "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n "$n" "$heat" run "$out/scaling.cfg" --overwrite --set "output.dir=\"$dir\"" \
     --set "grid.points=[$nx, $ny, $nz]" --set "grid.length=[1.0, $((ny / nx)).0, $((nz / nx)).0]" \
+    --set "time.max_steps=200" --set "solver.backend=\"$backend\"" \
     --set "solver.precision=\"$p\"" --set "solver.temporal_block=$kset" "${sets[@]}" "$@" \
     >"$log" 2>&1
   local rc=$?
