@@ -46,6 +46,19 @@ static void load(heat_case *c, const char *deck, const test_sets *s)
     test_load_case(deck, "test_mg", s, c);
 }
 
+/* A backend of the case with its multigrid set up, holding the case's
+ * initial condition (filled into `field` too). */
+static heat_backend *mg_start(const heat_case *c, void *field)
+{
+    heat_backend *b = NULL;
+    heat_error err;
+    assert_int_equal(heat_initial_fill(c, field, &err), HEAT_OK);
+    assert_int_equal(heat_backend_create(c, NULL, &b, &err), HEAT_OK);
+    if (heat_backend_mg_setup(b, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(heat_backend_upload(b, field, &err), HEAT_OK);
+    return b;
+}
+
 /* Runs the case quietly into a scratch directory `name`; the final field in
  * `field` (may be NULL). Returns heat_run's status. */
 static int run_case(const heat_case *c, const char *name, const char *restart, void *field,
@@ -158,12 +171,8 @@ static void test_reduction_per_cycle(void **state)
     heat_case c;
     load(&c, deck, NULL);
     void *f = field_alloc(&c);
-    heat_backend *b = NULL;
+    heat_backend *b = mg_start(&c, f);
     heat_error err;
-    assert_int_equal(heat_backend_create(&c, NULL, &b, &err), HEAT_OK);
-    if (heat_backend_mg_setup(b, &err)) fail_msg("%s", err.msg);
-    heat_initial_fill(&c, f, &err);
-    assert_int_equal(heat_backend_upload(b, f, &err), HEAT_OK);
     double prev = NAN, r, r1 = NAN;
     heat_mg_info info;
     for (int k = 1; k <= 10; k++) {
@@ -403,12 +412,8 @@ static void test_tolerance_of_rhs(void **state)
     test_sets_add(&s, "time.dt=%.17g", 100.0 * c.d.dt_max);
     load(&c, sine_deck, &s);
     void *u0 = field_alloc(&c), *u1 = field_alloc(&c);
-    heat_backend *b = NULL;
+    heat_backend *b = mg_start(&c, u0);
     heat_error err;
-    assert_int_equal(heat_initial_fill(&c, u0, &err), HEAT_OK);
-    assert_int_equal(heat_backend_create(&c, NULL, &b, &err), HEAT_OK);
-    if (heat_backend_mg_setup(b, &err)) fail_msg("%s", err.msg);
-    assert_int_equal(heat_backend_upload(b, u0, &err), HEAT_OK);
     const int steps = 30;
     int64_t cycles[30];
     double r;
@@ -440,10 +445,7 @@ static void test_tolerance_of_rhs(void **state)
         test_sets_add(&z, "initial={type=\"constant\"; value=0.0;}");
         test_sets_add(&z, "boundary.x_lo={type=\"dirichlet\"; value=%d.0;}", hot);
         load(&c, sine_deck, &z);
-        assert_int_equal(heat_initial_fill(&c, u0, &err), HEAT_OK);
-        assert_int_equal(heat_backend_create(&c, NULL, &b, &err), HEAT_OK);
-        if (heat_backend_mg_setup(b, &err)) fail_msg("%s", err.msg);
-        assert_int_equal(heat_backend_upload(b, u0, &err), HEAT_OK);
+        b = mg_start(&c, u0);
         assert_int_equal(heat_backend_advance(b, 1, &r, &err), HEAT_OK);
         assert_int_equal(heat_backend_download(b, u1, &err), HEAT_OK);
         heat_backend_mg_info(b, &info);
