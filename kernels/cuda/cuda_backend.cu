@@ -43,6 +43,7 @@ typedef struct cuda_state {
     unsigned long long *d_resid; /* device: max |du| bits of a check step */
     unsigned long long *h_resid; /* pinned host copy */
     double *d_rows, *h_rows;     /* field_stats: rows', groups' and the field's min, max, sum */
+    int stats_fresh;             /* h_rows holds the statistics of u as it stands */
     cudaStream_t stream;
     cudaEvent_t ev[4];
     size_t bytes;
@@ -193,6 +194,7 @@ static cudaError_t sweep_general(cuda_state *s, bool resid, int depth)
  * of the case's precision, then the levels swap. */
 static cudaError_t sweep(cuda_state *s, bool resid, int depth)
 {
+    s->stats_fresh = 0;
     if (s->general) return sweep_general(s, resid, depth);
     cudaError_t e;
     if (s->af.nx) {
@@ -215,6 +217,7 @@ static cudaError_t sweep(cuda_state *s, bool resid, int depth)
 static int cuda_upload(heat_backend *b, const void *host, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
+    s->stats_fresh = 0;
     /* Both levels: Dirichlet nodes are never written by a sweep. */
     HEAT_CUDA_CHECK(cudaMemcpy(s->u, host, s->bytes, cudaMemcpyHostToDevice));
     HEAT_CUDA_CHECK(cudaMemcpy(s->v, s->u, s->bytes, cudaMemcpyDeviceToDevice));
@@ -250,9 +253,12 @@ static void cuda_host_free(heat_backend *b, void *p)
     cudaGetLastError();
 }
 
+static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c);
+
 static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
+    s->stats_fresh = 0;
     if (heat_case_multigrid(b->c)) {
         if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
         return heat_cuda_mg_advance(s->mg, steps, residual, err);
@@ -271,11 +277,15 @@ static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_e
     if (residual) {
         HEAT_CUDA_CHECK(cudaMemcpyAsync(s->h_resid, s->d_resid, sizeof *s->h_resid,
                                         cudaMemcpyDeviceToHost, s->stream));
+        /* A residual means a check step, whose history row wants the field's
+         * statistics: they come back in the same wait. */
+        HEAT_CUDA_CHECK(enqueue_stats(s, b->c));
     }
     /* One wait per call: errors of the sweeps surface here, and the driver's
      * wall clock measures finished work. */
     HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
     if (residual) {
+        s->stats_fresh = 1;
         unsigned long long bits = *s->h_resid;
         double m;
         memcpy(&m, &bits, sizeof m);
@@ -760,22 +770,34 @@ extern "C" int heat_cuda_general(void)
 
 /* ---- history.csv's statistics and probes, without downloading the field ---- */
 
+/* Queues the field's statistics (min, max, sum in the canonical order of
+ * backend_impl.h) into h_rows, to be read after the stream's next wait. */
+static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c)
+{
+    const long long nx = c->grid.n[0], rows = (long long)c->grid.n[1] * c->grid.n[2];
+    const long long groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
+    cudaError_t e = cudaSuccess;
+    if (!s->d_rows) e = cudaMalloc(&s->d_rows, (rows + groups + 1) * 3 * sizeof(double));
+    if (e == cudaSuccess && !s->h_rows) e = cudaMallocHost(&s->h_rows, 3 * sizeof(double));
+    if (e != cudaSuccess) return e;
+    double *d = s->d_rows, *g = d + 3 * rows, *out = g + 3 * groups;
+    e = heat_cuda_stats_rows(s->u, c->solver.precision == HEAT_FLOAT, nx, rows, d, s->stream);
+    if (e == cudaSuccess) e = heat_cuda_stats_fold(d, rows, g, out, s->stream);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(s->h_rows, out, 3 * sizeof(double), cudaMemcpyDeviceToHost, s->stream);
+    return e;
+}
+
+/* history.csv's statistics: those a check step's advance brought back, or
+ * computed now. */
 static int cuda_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    const heat_case *c = b->c;
-    const long long nx = c->grid.n[0], rows = (long long)c->grid.n[1] * c->grid.n[2];
-    const long long groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
-    if (!s->d_rows)
-        HEAT_CUDA_CHECK(cudaMalloc(&s->d_rows, (rows + groups + 1) * 3 * sizeof(double)));
-    if (!s->h_rows) HEAT_CUDA_CHECK(cudaMallocHost(&s->h_rows, 3 * sizeof(double)));
-    double *d = s->d_rows, *g = d + 3 * rows, *out = g + 3 * groups;
-    HEAT_CUDA_CHECK(
-        heat_cuda_stats_rows(s->u, c->solver.precision == HEAT_FLOAT, nx, rows, d, s->stream));
-    HEAT_CUDA_CHECK(heat_cuda_stats_fold(d, rows, g, out, s->stream));
-    HEAT_CUDA_CHECK(
-        cudaMemcpyAsync(s->h_rows, out, 3 * sizeof(double), cudaMemcpyDeviceToHost, s->stream));
-    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    if (!s->stats_fresh) {
+        HEAT_CUDA_CHECK(enqueue_stats(s, b->c));
+        HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+        s->stats_fresh = 1;
+    }
     *min = s->h_rows[0], *max = s->h_rows[1], *sum = s->h_rows[2];
     return HEAT_OK;
 }
