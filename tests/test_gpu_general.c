@@ -357,6 +357,16 @@ static void test_many_materials(void **state)
     s.nmat = HEAT_MATERIALS_MAX;
     s.ncls = HEAT_CLASSES_MAX;
     failures += check_spec(&s, v, COUNT(v), NULL);
+    /* Either side of register_tiled's padded weight table (16 materials),
+     * in 3D and 2D, one value and four per thread. */
+    const int64_t edge[][3] = {{41, 13, 9}, {36, 19, 11}, {68, 29, 1}};
+    for (int n = 16; n <= 17; n++)
+        for (int z = 0; z < COUNT(edge); z++) {
+            spec e = random_spec(edge[z], 7);
+            e.nmat = n;
+            e.ncls = HEAT_CLASSES_MAX;
+            failures += check_spec(&e, v, COUNT(v), NULL);
+        }
     assert_int_equal(failures, 0);
 }
 

@@ -27,17 +27,97 @@
 
 template <typename T, int VX> using hg_vec = hk_vec<T, VX>;
 
-template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
+/* Materials travel as byte offsets m * sizeof(T) (a column of the weight
+ * table), classes as offsets c * sizeof(T) into the class tables, so that
+ * every lookup is one add and one load. With at most HG_MP materials the
+ * weights are staged at a row stride of HG_MP, which makes the axes' tables
+ * sit at offsets the compiler knows; more materials read the case's table
+ * (row stride nmat) through the read-only cache. */
+#define HG_MP 16
+
+/* The shared stage: q[class], the class's material offset at the same
+ * stride (an int in a slot of sizeof(T)), then (PAD) w[axis][a][b] padded
+ * to HG_MP x HG_MP per axis. */
+template <typename T> __host__ __device__ constexpr size_t hgr_stage_bytes(bool pad)
+{
+    return 2 * HG_CLASSES * sizeof(T) + (pad ? 3 * HG_MP * HG_MP * sizeof(T) : 0);
+}
+
+template <typename T, bool PAD>
+__device__ __forceinline__ void hgr_stage(const heat_general_args<T> &a, unsigned char *smem)
+{
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const int nt = blockDim.x * blockDim.y * blockDim.z;
+    T *q = reinterpret_cast<T *>(smem);
+    int *ms = reinterpret_cast<int *>(smem + HG_CLASSES * sizeof(T));
+    for (int i = tid; i < HG_CLASSES; i += nt) {
+        q[i] = a.q[i];
+        ms[i * (int)(sizeof(T) / sizeof(int))] = (int)a.mat[i] * (int)sizeof(T);
+    }
+    if (PAD) {
+        T *w = reinterpret_cast<T *>(smem + 2 * HG_CLASSES * sizeof(T));
+        const int M = a.nmat;
+        for (int i = tid; i < 3 * HG_MP * HG_MP; i += nt) {
+            const int ax = i / (HG_MP * HG_MP), r = i / HG_MP % HG_MP, c = i % HG_MP;
+            w[i] = r < M && c < M ? a.w[(ax * M + r) * M + c] : T(0);
+        }
+    }
+}
+
+/* The offset of class byte e of a packed word, scaled by sizeof(T). */
+template <typename T> __device__ __forceinline__ unsigned hgr_cls(unsigned word, int e)
+{
+    return ((word >> (8 * e)) & 0xffu) * (unsigned)sizeof(T);
+}
+
+/* VX ints to and from shared memory in one access where they fill 8 or 16
+ * bytes (p is VX-aligned). */
+template <int VX> __device__ __forceinline__ void hgr_store_ints(int *p, const int (&m)[VX])
+{
+    if constexpr (VX == 4)
+        *reinterpret_cast<int4 *>(p) = make_int4(m[0], m[1], m[2], m[3]);
+    else if constexpr (VX == 2)
+        *reinterpret_cast<int2 *>(p) = make_int2(m[0], m[1]);
+    else
+        p[0] = m[0];
+}
+
+template <int VX> __device__ __forceinline__ void hgr_load_ints(const int *p, int (&m)[VX])
+{
+    if constexpr (VX == 4) {
+        const int4 v = *reinterpret_cast<const int4 *>(p);
+        m[0] = v.x, m[1] = v.y, m[2] = v.z, m[3] = v.w;
+    } else if constexpr (VX == 2) {
+        const int2 v = *reinterpret_cast<const int2 *>(p);
+        m[0] = v.x, m[1] = v.y;
+    } else {
+        m[0] = p[0];
+    }
+}
+
+template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, bool PAD>
 __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_general_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
     static_assert(BXT * BP >= (D3 ? 2 * BXT : 0) + 2 * BP, "one thread per halo load");
     constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH, RS = BX + 2 * VX;
+    constexpr unsigned TS = sizeof(T);
     __shared__ __align__(16) T sm[2][ROWS][RS];
-    __shared__ __align__(16) uint8_t smm[2][ROWS][RS]; /* the plane's materials */
+    __shared__ __align__(16) int smm[2][ROWS][RS]; /* the plane's material offsets */
     extern __shared__ __align__(16) unsigned char hg_smem[];
-    const hg_tab<T> tab = hg_stage<T, WSH>(a, hg_smem);
-    const int M = a.nmat;
+    hgr_stage<T, PAD>(a, hg_smem);
+    /* The tables by byte offset: q and the material at a class offset; a
+     * weight at (row of a) + (column of b) + axis * (bytes of one axis). */
+    const unsigned char *tq = hg_smem, *tm = hg_smem + HG_CLASSES * TS;
+    const unsigned char *tw =
+        PAD ? hg_smem + 2 * HG_CLASSES * TS : reinterpret_cast<const unsigned char *>(a.w);
+    const unsigned stride = PAD ? HG_MP : (unsigned)a.nmat;
+    const unsigned axis = stride * stride * TS;
+    auto W = [&](unsigned off) -> T {
+        if (PAD) return *reinterpret_cast<const T *>(tw + off);
+        return __ldg(reinterpret_cast<const T *>(tw + off));
+    };
+    auto mat_of = [&](unsigned cs) { return *reinterpret_cast<const int *>(tm + cs); };
 
     const int tx = threadIdx.x, tp = threadIdx.y, tid = tx + BXT * tp, lane = tid & 31;
     const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
@@ -62,6 +142,10 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
                 gc |= (unsigned)a.cls[off + i] << (8 * e);
             }
         }
+    };
+    auto mats = [&](unsigned gc, int (&m)[VX]) {
+#pragma unroll
+        for (int e = 0; e < VX; e++) m[e] = mat_of(hgr_cls<T>(gc, e));
     };
 
     /* Halo roles as in k_register.cu: a group of the row below or above the
@@ -108,102 +192,115 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
             hc = a.cls[off + hx];
         }
     };
-    /* A plane's values and materials into shared half b. */
-    auto store_plane = [&](int b, const hg_vec<T, VX> &g, unsigned gm, const hg_vec<T, VX> &h,
-                           unsigned hc) {
+    /* A plane's values and material offsets into shared half b. */
+    auto store_plane = [&](int b, const hg_vec<T, VX> &g, const int (&gm)[VX],
+                           const hg_vec<T, VX> &h, unsigned hc) {
         vstore<T, VX>(&sm[b][tp + PH][col], g);
-        hg_store_bytes<VX>(&smm[b][tp + PH][col], gm);
+        hgr_store_ints<VX>(&smm[b][tp + PH][col], gm);
         if (hrole == 1) {
+            int hm[VX];
+            mats(hc, hm);
             vstore<T, VX>(&sm[b][hrow][hcol], h);
-            hg_store_bytes<VX>(&smm[b][hrow][hcol], hg_mats<VX>(tab.mat, hc));
+            hgr_store_ints<VX>(&smm[b][hrow][hcol], hm);
         } else if (hrole == 2) {
             sm[b][hrow][hcol] = h.v[0];
-            smm[b][hrow][hcol] = tab.mat[hc & 0xffu];
+            smm[b][hrow][hcol] = mat_of(hgr_cls<T>(hc, 0));
         }
     };
 
-    /* Per-thread constants: whether the row is updated, and its faces. */
+    /* Per-thread constants: whether the row is updated, its faces, and which
+     * of the group's nodes are written. */
     const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
     const bool pglo = D3 && j == 0 && a.bp[0] == HK_NEUMANN;
     const bool pghi = D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN;
-    unsigned xglo = 0, xghi = 0;
+    unsigned xglo = 0, xghi = 0, act = 0;
 #pragma unroll
     for (int e = 0; e < VX; e++) {
-        xglo |= (unsigned)(ig + e == 0 && a.bx[0] == HK_NEUMANN) << e;
-        xghi |= (unsigned)(ig + e == a.nx - 1 && a.bx[1] == HK_NEUMANN) << e;
+        const int i = ig + e;
+        xglo |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
+        xghi |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << e;
+        act |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << e;
     }
+    const bool all = full && act == (1u << VX) - 1;
 
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
-    /* Centres: prev, cur, nxt in use, nn in flight; their classes (c*) and
-     * materials (m*) packed. */
+    /* Centres: prev, cur, nxt in use, nn in flight; their classes (c*,
+     * packed) and material offsets (m*, one per node). */
     hg_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
     unsigned cprev, ccur, cnxt, cnn = 0, hccur, hcnext = 0, hcnn = 0;
+    int mprev[VX], mcur[VX], mnxt[VX];
     load_group(w0 - 1, prev, cprev);
     load_group(w0, cur, ccur);
     load_group(w0 + 1, nxt, cnxt);
     load_halo(w0, hcur, hccur);
     if (w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
-    unsigned mprev = hg_mats<VX>(tab.mat, cprev), mcur = hg_mats<VX>(tab.mat, ccur);
+    mats(cprev, mprev);
+    mats(ccur, mcur);
     store_plane(0, cur, mcur, hcur, hccur);
     __syncthreads();
 
-    for (int w = w0; w < w1; w++) {
+    T *outp = a.out + (long long)w0 * a.sw + (long long)j * a.sp + ig;
+    for (int w = w0; w < w1; w++, outp += a.sw) {
         const int b = (w - w0) & 1;
         if (w + 1 < w1) load_group(w + 2, nn, cnn);
         if (w + 2 < w1) load_halo(w + 2, hnn, hcnn);
-        const unsigned mnxt = hg_mats<VX>(tab.mat, cnxt);
+        mats(cnxt, mnxt);
 
         /* x neighbours at the group's ends, values and materials: the
          * neighbouring lane, or the shared row at a warp's edge. */
         T left = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1);
         T right = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
-        int mleft = hg_byte(__shfl_up_sync(0xffffffffu, mcur, 1), VX - 1);
-        int mright = hg_byte(__shfl_down_sync(0xffffffffu, mcur, 1), 0);
+        int mleft = __shfl_up_sync(0xffffffffu, mcur[VX - 1], 1);
+        int mright = __shfl_down_sync(0xffffffffu, mcur[0], 1);
         if (lane == 0) left = sm[b][tp + PH][col - 1], mleft = smm[b][tp + PH][col - 1];
         if (lane == 31) right = sm[b][tp + PH][col + VX], mright = smm[b][tp + PH][col + VX];
 
         if (row_active && !hk_held(w, a.nw, a.bw)) {
             hg_vec<T, VX> pm, pp, v;
-            unsigned mpm = 0, mpp = 0;
+            int mpm[VX], mpp[VX];
             if (D3) {
                 pm = vload<T, VX>(&sm[b][tp][col]);
                 pp = vload<T, VX>(&sm[b][tp + 2][col]);
-                mpm = hg_load_bytes<VX>(&smm[b][tp][col]);
-                mpp = hg_load_bytes<VX>(&smm[b][tp + 2][col]);
+                hgr_load_ints<VX>(&smm[b][tp][col], mpm);
+                hgr_load_ints<VX>(&smm[b][tp + 2][col], mpp);
             }
             const bool wglo = w == 0 && a.bw[0] == HK_NEUMANN;
             const bool wghi = w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
             const bool face = (xglo | xghi) || pglo || pghi || wglo || wghi;
-            bool all = full;
 #pragma unroll
             for (int e = 0; e < VX; e++) {
-                const int i = ig + e;
                 const T c = cur.v[e];
-                const int am = hg_byte(mcur, e);
+                const int am = mcur[e];
                 const T xm = e > 0 ? cur.v[e - 1] : left;
                 const T xp = e < VX - 1 ? cur.v[e + 1] : right;
                 T dxm = xm - c, dxp = xp - c, dpm = T(0), dpp = T(0);
                 T dwm = prev.v[e] - c, dwp = nxt.v[e] - c;
                 if (D3) dpm = pm.v[e] - c, dpp = pp.v[e] - c;
                 if (face) {
-                    if (xglo >> e & 1) dxm = hg_ghost(a, HG_FXLO, am, xm, c);
-                    if (xghi >> e & 1) dxp = hg_ghost(a, HG_FXHI, am, xp, c);
-                    if (pglo) dpm = hg_ghost(a, HG_FPLO, am, pm.v[e], c);
-                    if (pghi) dpp = hg_ghost(a, HG_FPHI, am, pp.v[e], c);
-                    if (wglo) dwm = hg_ghost(a, HG_FWLO, am, prev.v[e], c);
-                    if (wghi) dwp = hg_ghost(a, HG_FWHI, am, nxt.v[e], c);
+                    const int mi = am / (int)TS;
+                    if (xglo >> e & 1) dxm = hg_ghost(a, HG_FXLO, mi, xm, c);
+                    if (xghi >> e & 1) dxp = hg_ghost(a, HG_FXHI, mi, xp, c);
+                    if (pglo) dpm = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
+                    if (pghi) dpp = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
+                    if (wglo) dwm = hg_ghost(a, HG_FWLO, mi, prev.v[e], c);
+                    if (wghi) dwp = hg_ghost(a, HG_FWHI, mi, nxt.v[e], c);
                 }
-                v.v[e] = hg_point<T, D3>(tab.w, M, am, c, tab.q[hg_byte(ccur, e)], dxm, dxp,
-                                         e > 0 ? hg_byte(mcur, e - 1) : mleft,
-                                         e < VX - 1 ? hg_byte(mcur, e + 1) : mright, dpm, dpp,
-                                         hg_byte(mpm, e), hg_byte(mpp, e), dwm, dwp,
-                                         hg_byte(mprev, e), hg_byte(mnxt, e));
-                if (i >= a.nx || hk_held(i, a.nx, a.bx)) all = false;
+                /* hg_point's order exactly. */
+                const unsigned row = (unsigned)am * stride;
+                const unsigned bxm = e > 0 ? mcur[e - 1] : mleft;
+                const unsigned bxp = e < VX - 1 ? mcur[e + 1] : mright;
+                T s = W(row + bxm) * dxm + W(row + bxp) * dxp;
+                if (D3)
+                    s = s + (W(row + axis + (unsigned)mpm[e]) * dpm +
+                             W(row + axis + (unsigned)mpp[e]) * dpp);
+                s = s + (W(row + 2 * axis + (unsigned)mprev[e]) * dwm +
+                         W(row + 2 * axis + (unsigned)mnxt[e]) * dwp);
+                const T q = *reinterpret_cast<const T *>(tq + hgr_cls<T>(ccur, e));
+                v.v[e] = c + (s + q);
             }
-            T *out = a.out + (long long)w * a.sw + (long long)j * a.sp;
             if (all) {
-                vstore<T, VX>(out + ig, v);
+                vstore<T, VX>(outp, v);
                 if (RES) {
 #pragma unroll
                     for (int e = 0; e < VX; e++) {
@@ -214,9 +311,8 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
             } else {
 #pragma unroll
                 for (int e = 0; e < VX; e++) {
-                    const int i = ig + e;
-                    if (i < a.nx && !hk_held(i, a.nx, a.bx)) {
-                        out[i] = v.v[e];
+                    if (act >> e & 1) {
+                        outp[e] = v.v[e];
                         if (RES) {
                             unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
                             m = d > m ? d : m;
@@ -231,8 +327,8 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
         cur = nxt;
         nxt = nn;
         hnext = hnn;
-        mprev = mcur;
-        mcur = mnxt;
+#pragma unroll
+        for (int e = 0; e < VX; e++) mprev[e] = mcur[e], mcur[e] = mnxt[e];
         ccur = cnxt;
         cnxt = cnn;
         hcnext = hcnn;
@@ -242,17 +338,17 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
 
 /* Launches one instantiation: the tile, the run of planes per block (about
  * one wave of resident blocks, as k_register.cu), the staged tables. */
-template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool WSH>
+template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool PAD>
 static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    const size_t sh = hg_stage_bytes<T>(a.nmat, WSH);
+    const size_t sh = hgr_stage_bytes<T>(PAD);
     /* Occupancy of this instantiation with this stage (asked again when the
      * table size changes). */
     static int blocks_per_sm = 0;
     static size_t asked = 0;
     if (!blocks_per_sm || asked != sh) {
         cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH>, BXT * BP, sh);
+            &blocks_per_sm, gregister_kernel<T, D3, false, VX, BXT, BP, MINB, PAD>, BXT * BP, sh);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
         asked = sh;
@@ -263,9 +359,9 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
     b.wchunk = heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
     const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     if (a.resid)
-        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, PAD><<<grid, block, sh, stream>>>(b);
     else
-        gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+        gregister_kernel<T, D3, false, VX, BXT, BP, MINB, PAD><<<grid, block, sh, stream>>>(b);
     return cudaGetLastError();
 }
 
@@ -274,11 +370,11 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
  * beside the values spill nothing (3 blocks spilled and ran at 48% of copy
  * instead of 71%; the other shapes measured are in docs/PERFORMANCE.md);
  * 2D: rows of 128 threads. */
-template <typename T, int VX, bool WSH>
+template <typename T, int VX, bool PAD>
 static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
-    if (d3) return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
-    return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
+    if (d3) return glaunch<T, true, VX, 64, 4, 2, PAD>(a, stream);
+    return glaunch<T, false, VX, 128, 1, 6, PAD>(a, stream);
 }
 
 template <typename T>
@@ -286,7 +382,7 @@ cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, c
 {
     constexpr int V = 16 / sizeof(T);
     const bool vec = a.nx % V == 0;
-    if (a.w_shared)
+    if (a.nmat <= HG_MP)
         return vec ? glaunch_dims<T, V, true>(a, d3, stream)
                    : glaunch_dims<T, 1, true>(a, d3, stream);
     return vec ? glaunch_dims<T, V, false>(a, d3, stream)
