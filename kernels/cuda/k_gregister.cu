@@ -7,11 +7,18 @@
  * current and next plane in registers (the plane after next in flight), and
  * beside them the planes' classes as one packed word of VX bytes, loaded in
  * the same access pattern (one 4- or 2-byte load per group). A class becomes
- * a material (one shared-memory lookup) once, when its plane is next; the
- * current plane's values and materials go through shared memory for the
- * in-plane neighbours of other threads, x neighbours come by warp shuffle.
- * So a node costs one class byte of memory traffic and, per update, the
- * lookups of q and of its six face weights in the staged tables.
+ * a material (one shared-memory lookup) once, when its plane is next, kept
+ * as the byte offset of its column in the weight table; the current plane's
+ * values and materials go through shared memory for the in-plane neighbours
+ * of other threads, x neighbours come by warp shuffle. So a node costs one
+ * class byte of memory traffic and, per update, the lookups of q and of its
+ * six face weights (an add and a load each) in the staged tables.
+ *
+ * What bounds it (Nsight Compute, 512^3 float, docs/PERFORMANCE.md): issue
+ * slots, about 105 instructions per node, with the thread at 120 of the 128
+ * registers that two blocks per multiprocessor allow: the compiler rotates
+ * the planes' registers (about 30 moves per plane) and recomputes
+ * per-thread constants each plane rather than spill.
  *
  * Boundaries as in k_register.cu: loads map indices through the faces
  * (periodic wrap, mirrored node on a Neumann, flux or convective face), so
@@ -29,21 +36,19 @@ template <typename T, int VX> using hg_vec = hk_vec<T, VX>;
 
 /* Materials travel as byte offsets m * sizeof(T) (a column of the weight
  * table), classes as offsets c * sizeof(T) into the class tables, so that
- * every lookup is one add and one load. With at most HG_MP materials the
- * weights are staged at a row stride of HG_MP, which makes the axes' tables
- * sit at offsets the compiler knows; more materials read the case's table
- * (row stride nmat) through the read-only cache. */
-#define HG_MP 16
+ * every lookup is one add and one load. The weight table keeps the case's
+ * layout w[axis][a][b] (row stride nmat): a stride padded to a power of two
+ * would put every row of a small table on the same shared-memory banks, and
+ * a warp's random lookups would conflict (measured: double 15% slower). */
 
 /* The shared stage: q[class], the class's material offset at the same
- * stride (an int in a slot of sizeof(T)), then (PAD) w[axis][a][b] padded
- * to HG_MP x HG_MP per axis. */
-template <typename T> __host__ __device__ constexpr size_t hgr_stage_bytes(bool pad)
+ * stride (an int in a slot of sizeof(T)), then (WSH) w[3][nmat][nmat]. */
+template <typename T> __host__ __device__ inline size_t hgr_stage_bytes(int nmat, bool wsh)
 {
-    return 2 * HG_CLASSES * sizeof(T) + (pad ? 3 * HG_MP * HG_MP * sizeof(T) : 0);
+    return 2 * HG_CLASSES * sizeof(T) + (wsh ? (size_t)3 * nmat * nmat * sizeof(T) : 0);
 }
 
-template <typename T, bool PAD>
+template <typename T, bool WSH>
 __device__ __forceinline__ void hgr_stage(const heat_general_args<T> &a, unsigned char *smem)
 {
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -54,13 +59,9 @@ __device__ __forceinline__ void hgr_stage(const heat_general_args<T> &a, unsigne
         q[i] = a.q[i];
         ms[i * (int)(sizeof(T) / sizeof(int))] = (int)a.mat[i] * (int)sizeof(T);
     }
-    if (PAD) {
+    if (WSH) {
         T *w = reinterpret_cast<T *>(smem + 2 * HG_CLASSES * sizeof(T));
-        const int M = a.nmat;
-        for (int i = tid; i < 3 * HG_MP * HG_MP; i += nt) {
-            const int ax = i / (HG_MP * HG_MP), r = i / HG_MP % HG_MP, c = i % HG_MP;
-            w[i] = r < M && c < M ? a.w[(ax * M + r) * M + c] : T(0);
-        }
+        for (int i = tid; i < 3 * a.nmat * a.nmat; i += nt) w[i] = a.w[i];
     }
 }
 
@@ -95,7 +96,7 @@ template <int VX> __device__ __forceinline__ void hgr_load_ints(const int *p, in
     }
 }
 
-template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, bool PAD>
+template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
 __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_general_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
@@ -105,16 +106,15 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     __shared__ __align__(16) T sm[2][ROWS][RS];
     __shared__ __align__(16) int smm[2][ROWS][RS]; /* the plane's material offsets */
     extern __shared__ __align__(16) unsigned char hg_smem[];
-    hgr_stage<T, PAD>(a, hg_smem);
+    hgr_stage<T, WSH>(a, hg_smem);
     /* The tables by byte offset: q and the material at a class offset; a
      * weight at (row of a) + (column of b) + axis * (bytes of one axis). */
     const unsigned char *tq = hg_smem, *tm = hg_smem + HG_CLASSES * TS;
     const unsigned char *tw =
-        PAD ? hg_smem + 2 * HG_CLASSES * TS : reinterpret_cast<const unsigned char *>(a.w);
-    const unsigned stride = PAD ? HG_MP : (unsigned)a.nmat;
-    const unsigned axis = stride * stride * TS;
+        WSH ? hg_smem + 2 * HG_CLASSES * TS : reinterpret_cast<const unsigned char *>(a.w);
+    const unsigned stride = (unsigned)a.nmat, axis = stride * stride * TS;
     auto W = [&](unsigned off) -> T {
-        if (PAD) return *reinterpret_cast<const T *>(tw + off);
+        if (WSH) return *reinterpret_cast<const T *>(tw + off);
         return __ldg(reinterpret_cast<const T *>(tw + off));
     };
     auto mat_of = [&](unsigned cs) { return *reinterpret_cast<const int *>(tm + cs); };
@@ -268,36 +268,49 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
             const bool wglo = w == 0 && a.bw[0] == HK_NEUMANN;
             const bool wghi = w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
             const bool face = (xglo | xghi) || pglo || pghi || wglo || wghi;
+            /* The differences u_n - u of every node, then (one branch for
+             * the group) the ghosts' formulas where the group lies on a
+             * mirrored face, then hg_point's arithmetic in its order. */
+            T dxm[VX], dxp[VX], dpm[VX], dpp[VX], dwm[VX], dwp[VX];
 #pragma unroll
             for (int e = 0; e < VX; e++) {
                 const T c = cur.v[e];
-                const int am = mcur[e];
-                const T xm = e > 0 ? cur.v[e - 1] : left;
-                const T xp = e < VX - 1 ? cur.v[e + 1] : right;
-                T dxm = xm - c, dxp = xp - c, dpm = T(0), dpp = T(0);
-                T dwm = prev.v[e] - c, dwp = nxt.v[e] - c;
-                if (D3) dpm = pm.v[e] - c, dpp = pp.v[e] - c;
-                if (face) {
-                    const int mi = am / (int)TS;
-                    if (xglo >> e & 1) dxm = hg_ghost(a, HG_FXLO, mi, xm, c);
-                    if (xghi >> e & 1) dxp = hg_ghost(a, HG_FXHI, mi, xp, c);
-                    if (pglo) dpm = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
-                    if (pghi) dpp = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
-                    if (wglo) dwm = hg_ghost(a, HG_FWLO, mi, prev.v[e], c);
-                    if (wghi) dwp = hg_ghost(a, HG_FWHI, mi, nxt.v[e], c);
+                dxm[e] = (e > 0 ? cur.v[e - 1] : left) - c;
+                dxp[e] = (e < VX - 1 ? cur.v[e + 1] : right) - c;
+                dpm[e] = D3 ? pm.v[e] - c : T(0);
+                dpp[e] = D3 ? pp.v[e] - c : T(0);
+                dwm[e] = prev.v[e] - c;
+                dwp[e] = nxt.v[e] - c;
+            }
+            if (face) {
+#pragma unroll
+                for (int e = 0; e < VX; e++) {
+                    const T c = cur.v[e];
+                    const int mi = mcur[e] / (int)TS;
+                    const T xm = e > 0 ? cur.v[e - 1] : left;
+                    const T xp = e < VX - 1 ? cur.v[e + 1] : right;
+                    if (xglo >> e & 1) dxm[e] = hg_ghost(a, HG_FXLO, mi, xm, c);
+                    if (xghi >> e & 1) dxp[e] = hg_ghost(a, HG_FXHI, mi, xp, c);
+                    if (pglo) dpm[e] = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
+                    if (pghi) dpp[e] = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
+                    if (wglo) dwm[e] = hg_ghost(a, HG_FWLO, mi, prev.v[e], c);
+                    if (wghi) dwp[e] = hg_ghost(a, HG_FWHI, mi, nxt.v[e], c);
                 }
-                /* hg_point's order exactly. */
-                const unsigned row = (unsigned)am * stride;
+            }
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const unsigned row = (unsigned)mcur[e] * stride, rowp = row + axis,
+                               roww = row + 2 * axis;
                 const unsigned bxm = e > 0 ? mcur[e - 1] : mleft;
                 const unsigned bxp = e < VX - 1 ? mcur[e + 1] : mright;
-                T s = W(row + bxm) * dxm + W(row + bxp) * dxp;
+                T s = W(row + bxm) * dxm[e] + W(row + bxp) * dxp[e];
                 if (D3)
-                    s = s + (W(row + axis + (unsigned)mpm[e]) * dpm +
-                             W(row + axis + (unsigned)mpp[e]) * dpp);
-                s = s + (W(row + 2 * axis + (unsigned)mprev[e]) * dwm +
-                         W(row + 2 * axis + (unsigned)mnxt[e]) * dwp);
+                    s = s + (W(rowp + (unsigned)mpm[e]) * dpm[e] +
+                             W(rowp + (unsigned)mpp[e]) * dpp[e]);
+                s = s + (W(roww + (unsigned)mprev[e]) * dwm[e] +
+                         W(roww + (unsigned)mnxt[e]) * dwp[e]);
                 const T q = *reinterpret_cast<const T *>(tq + hgr_cls<T>(ccur, e));
-                v.v[e] = c + (s + q);
+                v.v[e] = cur.v[e] + (s + q);
             }
             if (all) {
                 vstore<T, VX>(outp, v);
@@ -338,17 +351,17 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
 
 /* Launches one instantiation: the tile, the run of planes per block (about
  * one wave of resident blocks, as k_register.cu), the staged tables. */
-template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool PAD>
+template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool WSH>
 static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    const size_t sh = hgr_stage_bytes<T>(PAD);
+    const size_t sh = hgr_stage_bytes<T>(a.nmat, WSH);
     /* Occupancy of this instantiation with this stage (asked again when the
      * table size changes). */
     static int blocks_per_sm = 0;
     static size_t asked = 0;
     if (!blocks_per_sm || asked != sh) {
         cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, gregister_kernel<T, D3, false, VX, BXT, BP, MINB, PAD>, BXT * BP, sh);
+            &blocks_per_sm, gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH>, BXT * BP, sh);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
         asked = sh;
@@ -359,9 +372,9 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
     b.wchunk = heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
     const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     if (a.resid)
-        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, PAD><<<grid, block, sh, stream>>>(b);
+        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
     else
-        gregister_kernel<T, D3, false, VX, BXT, BP, MINB, PAD><<<grid, block, sh, stream>>>(b);
+        gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
     return cudaGetLastError();
 }
 
@@ -370,11 +383,11 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
  * beside the values spill nothing (3 blocks spilled and ran at 48% of copy
  * instead of 71%; the other shapes measured are in docs/PERFORMANCE.md);
  * 2D: rows of 128 threads. */
-template <typename T, int VX, bool PAD>
+template <typename T, int VX, bool WSH>
 static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
-    if (d3) return glaunch<T, true, VX, 64, 4, 2, PAD>(a, stream);
-    return glaunch<T, false, VX, 128, 1, 6, PAD>(a, stream);
+    if (d3) return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
+    return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
 }
 
 template <typename T>
@@ -382,7 +395,7 @@ cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, c
 {
     constexpr int V = 16 / sizeof(T);
     const bool vec = a.nx % V == 0;
-    if (a.nmat <= HG_MP)
+    if (a.w_shared)
         return vec ? glaunch_dims<T, V, true>(a, d3, stream)
                    : glaunch_dims<T, 1, true>(a, d3, stream);
     return vec ? glaunch_dims<T, V, false>(a, d3, stream)
