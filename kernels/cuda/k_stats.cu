@@ -6,19 +6,21 @@ extern "C" {
 }
 #include "stats.cuh"
 
-/* One warp per row of the field: lane l sums the values l, l + 32, ... in
- * order, and the lanes' sums are added in lane order (the order of
+/* One warp per row of a box of nx x ny x nz values (row r: y = r mod ny,
+ * z = r / ny, at base + y sy + z sz): lane l sums the values l, l + 32, ...
+ * in order, and the lanes' sums are added in lane order (the order of
  * heat_stats_row, backend_impl.h, so that the bits are the CPU's); the
  * row's minimum and maximum skip NaN as there. */
 template <typename T>
-__global__ void stats_rows_kernel(const T *u, long long nx, long long rows, double *rmin,
-                                  double *rmax, double *rsum)
+__global__ void stats_rows_kernel(const T *u, long long nx, long long ny, long long rows,
+                                  long long sy, long long sz, double *rmin, double *rmax,
+                                  double *rsum)
 {
     static_assert(HEAT_STATS_LANES == 32, "a warp's lanes are the partial sums");
     const long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31;
     if (row >= rows) return; /* whole warps: the block is a multiple of 32 */
-    const T *v = u + row * nx;
+    const T *v = u + (row % ny) * sy + (row / ny) * sz;
     double part = 0, lo = INFINITY, hi = -INFINITY;
     for (long long i = lane; i < nx; i += 32) {
         const double x = (double)v[i];
@@ -37,18 +39,26 @@ __global__ void stats_rows_kernel(const T *u, long long nx, long long rows, doub
     if (lane == 0) rmin[row] = lo, rmax[row] = hi, rsum[row] = s;
 }
 
+cudaError_t heat_cuda_stats_box(const void *u, bool is_float, long long nx, long long ny,
+                                long long nz, long long sy, long long sz, double *d,
+                                cudaStream_t stream)
+{
+    const int threads = 256;
+    const long long rows = ny * nz;
+    const unsigned blocks = (unsigned)((rows * 32 + threads - 1) / threads);
+    if (is_float)
+        stats_rows_kernel<float><<<blocks, threads, 0, stream>>>((const float *)u, nx, ny, rows, sy,
+                                                                 sz, d, d + rows, d + 2 * rows);
+    else
+        stats_rows_kernel<double><<<blocks, threads, 0, stream>>>(
+            (const double *)u, nx, ny, rows, sy, sz, d, d + rows, d + 2 * rows);
+    return cudaGetLastError();
+}
+
 cudaError_t heat_cuda_stats_rows(const void *u, bool is_float, long long nx, long long rows,
                                  double *d, cudaStream_t stream)
 {
-    const int threads = 256;
-    const unsigned blocks = (unsigned)((rows * 32 + threads - 1) / threads);
-    if (is_float)
-        stats_rows_kernel<float>
-            <<<blocks, threads, 0, stream>>>((const float *)u, nx, rows, d, d + rows, d + 2 * rows);
-    else
-        stats_rows_kernel<double><<<blocks, threads, 0, stream>>>((const double *)u, nx, rows, d,
-                                                                  d + rows, d + 2 * rows);
-    return cudaGetLastError();
+    return heat_cuda_stats_box(u, is_float, nx, rows, 1, nx, 0, d, stream);
 }
 
 /* One thread per group of HEAT_STATS_GROUP rows: the group's minimum,

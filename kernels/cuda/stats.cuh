@@ -11,6 +11,12 @@
 cudaError_t heat_cuda_stats_rows(const void *u, bool is_float, long long nx, long long rows,
                                  double *d, cudaStream_t stream);
 
+/* The same of a box of nx x ny x nz values in a larger array: row (y, z)
+ * at u + y sy + z sz (values), the rows y fastest. */
+cudaError_t heat_cuda_stats_box(const void *u, bool is_float, long long nx, long long ny,
+                                long long nz, long long sy, long long sz, double *d,
+                                cudaStream_t stream);
+
 /* heat_stats_fold (backend_impl.h) of those rows on the GPU, in its order:
  * the field's minimum, maximum and sum into out[0..2]; work holds 3
  * ceil(rows / HEAT_STATS_GROUP) doubles. */
