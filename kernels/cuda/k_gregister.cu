@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
             }
         }
     };
-    auto mats = [&](unsigned gc, int (&m)[VX]) {
+    auto mats = [&](unsigned gc, int(&m)[VX]) {
 #pragma unroll
         for (int e = 0; e < VX; e++) m[e] = mat_of(hgr_cls<T>(gc, e));
     };
@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
         }
     };
     /* A plane's values and material offsets into shared half b. */
-    auto store_plane = [&](int b, const hg_vec<T, VX> &g, const int (&gm)[VX],
+    auto store_plane = [&](int b, const hg_vec<T, VX> &g, const int(&gm)[VX],
                            const hg_vec<T, VX> &h, unsigned hc) {
         vstore<T, VX>(&sm[b][tp + PH][col], g);
         hgr_store_ints<VX>(&smm[b][tp + PH][col], gm);
@@ -305,10 +305,10 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
                 const unsigned bxp = e < VX - 1 ? mcur[e + 1] : mright;
                 T s = W(row + bxm) * dxm[e] + W(row + bxp) * dxp[e];
                 if (D3)
-                    s = s + (W(rowp + (unsigned)mpm[e]) * dpm[e] +
-                             W(rowp + (unsigned)mpp[e]) * dpp[e]);
-                s = s + (W(roww + (unsigned)mprev[e]) * dwm[e] +
-                         W(roww + (unsigned)mnxt[e]) * dwp[e]);
+                    s = s +
+                        (W(rowp + (unsigned)mpm[e]) * dpm[e] + W(rowp + (unsigned)mpp[e]) * dpp[e]);
+                s = s +
+                    (W(roww + (unsigned)mprev[e]) * dwm[e] + W(roww + (unsigned)mnxt[e]) * dwp[e]);
                 const T q = *reinterpret_cast<const T *>(tq + hgr_cls<T>(ccur, e));
                 v.v[e] = cur.v[e] + (s + q);
             }
