@@ -770,22 +770,13 @@ extern "C" int heat_cuda_general(void)
 
 /* ---- history.csv's statistics and probes, without downloading the field ---- */
 
-/* Queues the field's statistics (min, max, sum in the canonical order of
- * backend_impl.h) into h_rows, to be read after the stream's next wait. */
+/* Queues the field's statistics into h_rows (stats.cuh), to be read after
+ * the stream's next wait. */
 static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c)
 {
-    const long long nx = c->grid.n[0], rows = (long long)c->grid.n[1] * c->grid.n[2];
-    const long long groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
-    cudaError_t e = cudaSuccess;
-    if (!s->d_rows) e = cudaMalloc(&s->d_rows, (rows + groups + 1) * 3 * sizeof(double));
-    if (e == cudaSuccess && !s->h_rows) e = cudaMallocHost(&s->h_rows, 3 * sizeof(double));
-    if (e != cudaSuccess) return e;
-    double *d = s->d_rows, *g = d + 3 * rows, *out = g + 3 * groups;
-    e = heat_cuda_stats_rows(s->u, c->solver.precision == HEAT_FLOAT, nx, rows, d, s->stream);
-    if (e == cudaSuccess) e = heat_cuda_stats_fold(d, rows, g, out, s->stream);
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(s->h_rows, out, 3 * sizeof(double), cudaMemcpyDeviceToHost, s->stream);
-    return e;
+    const long long nx = c->grid.n[0], ny = c->grid.n[1];
+    return heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, nx, ny, c->grid.n[2],
+                                 nx, nx * ny, &s->d_rows, &s->h_rows, s->stream);
 }
 
 /* history.csv's statistics: those a check step's advance brought back, or

@@ -522,20 +522,11 @@ static int part_field_stats(heat_backend *b, double *min, double *max, double *s
 {
     part_state *s = (part_state *)b->impl;
     const hbox &o = s->p.owned;
-    const long long n[3] = {o.hi[0] - o.lo[0], o.hi[1] - o.lo[1], o.hi[2] - o.lo[2]};
-    const long long rows = n[1] * n[2], groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
-    if (!s->d_stats) {
-        PART_CHECK(cudaMalloc(&s->d_stats, (size_t)(rows + groups + 1) * 3 * sizeof(double)));
-        PART_CHECK(cudaMallocHost(&s->h_stats, 3 * sizeof(double)));
-    }
     PART_CHECK(cudaStreamSynchronize(s->hi));
-    PART_CHECK(cudaStreamSynchronize(s->lo));
-    double *d = s->d_stats, *g = d + 3 * rows, *out = g + 3 * groups;
     const char *base = (const char *)s->u + heat_halo_at(&s->p, o.lo[0], o.lo[1], o.lo[2]) * s->vs;
-    PART_CHECK(heat_cuda_stats_box(base, s->vs == sizeof(float), n[0], n[1], n[2], s->p.sy, s->p.sz,
-                                   d, s->lo));
-    PART_CHECK(heat_cuda_stats_fold(d, rows, g, out, s->lo));
-    PART_CHECK(cudaMemcpyAsync(s->h_stats, out, 3 * sizeof(double), cudaMemcpyDeviceToHost, s->lo));
+    PART_CHECK(heat_cuda_stats_queue(base, s->vs == sizeof(float), o.hi[0] - o.lo[0],
+                                     o.hi[1] - o.lo[1], o.hi[2] - o.lo[2], s->p.sy, s->p.sz,
+                                     &s->d_stats, &s->h_stats, s->lo));
     PART_CHECK(cudaStreamSynchronize(s->lo));
     *min = s->h_stats[0], *max = s->h_stats[1], *sum = s->h_stats[2];
     return HEAT_OK;

@@ -39,9 +39,10 @@ __global__ void stats_rows_kernel(const T *u, long long nx, long long ny, long l
     if (lane == 0) rmin[row] = lo, rmax[row] = hi, rsum[row] = s;
 }
 
-cudaError_t heat_cuda_stats_box(const void *u, bool is_float, long long nx, long long ny,
-                                long long nz, long long sy, long long sz, double *d,
-                                cudaStream_t stream)
+/* The rows of the box into d: minima at d, maxima at d + rows, sums at
+ * d + 2 rows. */
+static cudaError_t stats_box(const void *u, bool is_float, long long nx, long long ny, long long nz,
+                             long long sy, long long sz, double *d, cudaStream_t stream)
 {
     const int threads = 256;
     const long long rows = ny * nz;
@@ -53,12 +54,6 @@ cudaError_t heat_cuda_stats_box(const void *u, bool is_float, long long nx, long
         stats_rows_kernel<double><<<blocks, threads, 0, stream>>>(
             (const double *)u, nx, ny, rows, sy, sz, d, d + rows, d + 2 * rows);
     return cudaGetLastError();
-}
-
-cudaError_t heat_cuda_stats_rows(const void *u, bool is_float, long long nx, long long rows,
-                                 double *d, cudaStream_t stream)
-{
-    return heat_cuda_stats_box(u, is_float, nx, rows, 1, nx, 0, d, stream);
 }
 
 /* One thread per group of HEAT_STATS_GROUP rows: the group's minimum,
@@ -91,8 +86,10 @@ __global__ void stats_final_kernel(const double *g, long long groups, double *ou
     out[0] = lo == 0 ? 0.0 : lo, out[1] = hi == 0 ? 0.0 : hi, out[2] = s;
 }
 
-cudaError_t heat_cuda_stats_fold(const double *d, long long rows, double *work, double *out,
-                                 cudaStream_t stream)
+/* heat_stats_fold of the rows in d, in its order: the groups in parallel,
+ * then the groups by one thread into out[0..2]; work holds 3 groups. */
+static cudaError_t stats_fold(const double *d, long long rows, double *work, double *out,
+                              cudaStream_t stream)
 {
     const long long groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
     const int threads = 128;
@@ -100,4 +97,21 @@ cudaError_t heat_cuda_stats_fold(const double *d, long long rows, double *work, 
         d, rows, groups, work);
     stats_final_kernel<<<1, 1, 0, stream>>>(work, groups, out);
     return cudaGetLastError();
+}
+
+cudaError_t heat_cuda_stats_queue(const void *u, bool is_float, long long nx, long long ny,
+                                  long long nz, long long sy, long long sz, double **work,
+                                  double **host, cudaStream_t stream)
+{
+    const long long rows = ny * nz, groups = (rows + HEAT_STATS_GROUP - 1) / HEAT_STATS_GROUP;
+    cudaError_t e = cudaSuccess;
+    if (!*work) e = cudaMalloc(work, (size_t)(rows + groups + 1) * 3 * sizeof(double));
+    if (e == cudaSuccess && !*host) e = cudaMallocHost(host, 3 * sizeof(double));
+    if (e != cudaSuccess) return e;
+    double *d = *work, *g = d + 3 * rows, *out = g + 3 * groups;
+    e = stats_box(u, is_float, nx, ny, nz, sy, sz, d, stream);
+    if (e == cudaSuccess) e = stats_fold(d, rows, g, out, stream);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(*host, out, 3 * sizeof(double), cudaMemcpyDeviceToHost, stream);
+    return e;
 }

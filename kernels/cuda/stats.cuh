@@ -6,21 +6,14 @@
 
 #include <cuda_runtime.h>
 
-/* The `rows` rows of nx values of u (float or double) into d: the minima
- * at d, the maxima at d + rows, the sums at d + 2 rows; on `stream`. */
-cudaError_t heat_cuda_stats_rows(const void *u, bool is_float, long long nx, long long rows,
-                                 double *d, cudaStream_t stream);
-
-/* The same of a box of nx x ny x nz values in a larger array: row (y, z)
- * at u + y sy + z sz (values), the rows y fastest. */
-cudaError_t heat_cuda_stats_box(const void *u, bool is_float, long long nx, long long ny,
-                                long long nz, long long sy, long long sz, double *d,
-                                cudaStream_t stream);
-
-/* heat_stats_fold (backend_impl.h) of those rows on the GPU, in its order:
- * the field's minimum, maximum and sum into out[0..2]; work holds 3
- * ceil(rows / HEAT_STATS_GROUP) doubles. */
-cudaError_t heat_cuda_stats_fold(const double *d, long long rows, double *work, double *out,
-                                 cudaStream_t stream);
+/* Queues on `stream` the minimum, maximum and sum of a box of nx x ny x nz
+ * values (float or double) in a larger array, row (y, z) at u + y sy + z sz
+ * (values), in backend_impl.h's order (the rows y fastest), and their copy
+ * to (*host)[0..2], to be read after the stream's next wait. *work (device)
+ * and *host (pinned) are allocated at the first call, for this box's size;
+ * the caller frees them (cudaFree, cudaFreeHost). */
+cudaError_t heat_cuda_stats_queue(const void *u, bool is_float, long long nx, long long ny,
+                                  long long nz, long long sy, long long sz, double **work,
+                                  double **host, cudaStream_t stream);
 
 #endif
