@@ -172,13 +172,22 @@ static void compare(const test_sets *sets, int calls, int steps, double tol, con
 static void test_steady_cycles(void **state)
 {
     (void)state;
+    /* 3D with rows of an odd length (one node a thread on the finest
+     * level), 2D with rows of a multiple of 4 (groups of 16 bytes), and 3D
+     * with such rows, x periodic, and fewer rows than a tile has */
+    static const char *const shapes[3][3] = {
+        {"grid.points=[37, 29, 21]"},
+        {"grid.points=[100, 65, 1]"},
+        {"grid.points=[48, 7, 33]", "boundary.x_lo={type=\"periodic\";}",
+         "boundary.x_hi={type=\"periodic\";}"}};
     for (int p = 0; p < 2; p++)
-        for (int dims = 2; dims <= 3; dims++) {
+        for (int sh = 0; sh < 3; sh++) {
             test_sets s = {0};
             test_sets_add(&s, "solver.precision=\"%s\"", p ? "float" : "double");
-            if (dims == 2) test_sets_add(&s, "grid.points=[100, 65, 1]");
-            char what[96];
-            snprintf(what, sizeof what, "steady, %s, %dD", p ? "float" : "double", dims);
+            for (int i = 0; i < 3 && shapes[sh][i]; i++) test_sets_add(&s, "%s", shapes[sh][i]);
+            char what[160];
+            snprintf(what, sizeof what, "steady, %s, %s%s", p ? "float" : "double", shapes[sh][0],
+                     shapes[sh][1] ? ", x periodic" : "");
             compare(&s, 3, 2, 0.0, what);
         }
 }
@@ -193,6 +202,7 @@ static void test_implicit_steps(void **state)
             test_sets_add(&s, "steady={tolerance=1e-9; method=\"explicit\";}");
             test_sets_add(&s, "time={scheme=\"%s\"; dt=0.05; max_steps=10;}",
                           scheme ? "crank_nicolson" : "backward_euler");
+            if (scheme) test_sets_add(&s, "grid.points=[40, 29, 21]"); /* 16-byte groups */
             char what[96];
             snprintf(what, sizeof what, "%s, %s", scheme ? "crank_nicolson" : "backward_euler",
                      p ? "float" : "double");

@@ -33,69 +33,8 @@ extern "C" {
 #include "mg.h"
 }
 
-#define MG_T   float
-#define MG_SFX f
-#define MG_FN  static __device__ __forceinline__
-#include "mg_point.inc"
-#undef MG_T
-#undef MG_SFX
-#define MG_T   double
-#define MG_SFX d
-#include "mg_point.inc"
-#undef MG_T
-#undef MG_SFX
-#undef MG_FN
-
-/* The operator's pieces by precision. */
-static __device__ __forceinline__ float resid(float b, float dg, float c, const float nb[6],
-                                              const float t[6], float *diag)
-{
-    return heat_mg_resid_f(b, dg, c, nb, t, diag);
-}
-static __device__ __forceinline__ double resid(double b, double dg, double c, const double nb[6],
-                                               const double t[6], double *diag)
-{
-    return heat_mg_resid_d(b, dg, c, nb, t, diag);
-}
-static __device__ __forceinline__ float sweep_value(int up, float c, float prev, float q, float c0,
-                                                    float c1)
-{
-    return heat_mg_sweep_value_f(up, c, prev, q, c0, c1);
-}
-static __device__ __forceinline__ double sweep_value(int up, double c, double prev, double q,
-                                                     double c0, double c1)
-{
-    return heat_mg_sweep_value_d(up, c, prev, q, c0, c1);
-}
-static __device__ __forceinline__ float face(float k, float ih, float va, float vb)
-{
-    return heat_mg_face_f(k, ih, va, vb);
-}
-static __device__ __forceinline__ double face(double k, double ih, double va, double vb)
-{
-    return heat_mg_face_d(k, ih, va, vb);
-}
-static __device__ __forceinline__ float rhs_value(float c, float ac, float m, float ct, float b0)
-{
-    return heat_mg_rhs_f(c, ac, m, ct, b0);
-}
-static __device__ __forceinline__ double rhs_value(double c, double ac, double m, double ct,
-                                                   double b0)
-{
-    return heat_mg_rhs_d(c, ac, m, ct, b0);
-}
-
 /* ---- device views ----------------------------------------------------------------- */
 
-/* What a pass of the stencil does at each node. */
-enum { P_SMOOTH, P_RESID, P_RHS, P_NORMS };
-
-/* A double's bits in the unsigned order of its value (negatives flipped). */
-__device__ __forceinline__ unsigned long long ordered(double v)
-{
-    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-    return b >> 63 ? ~b : b | (1ull << 63);
-}
 static double unordered(unsigned long long o)
 {
     const unsigned long long b = o >> 63 ? o & ~(1ull << 63) : ~o;
@@ -104,26 +43,12 @@ static double unordered(unsigned long long o)
     return v;
 }
 
-__device__ __forceinline__ int wrapm(int i, int n)
-{
-    return i == 0 ? n - 1 : i - 1;
-}
-__device__ __forceinline__ int wrapp(int i, int n)
-{
-    return i == n - 1 ? 0 : i + 1;
-}
-
 template <typename T>
 __device__ __forceinline__ bool held_at(const mgd_level<T> &L, int i, int j, int k)
 {
     return (i == 0 && L.held[0][0]) || (i == L.n[0] - 1 && L.held[0][1]) ||
            (j == 0 && L.held[1][0]) || (j == L.n[1] - 1 && L.held[1][1]) ||
            (k == 0 && L.held[2][0]) || (k == L.n[2] - 1 && L.held[2][1]);
-}
-
-template <typename T> __device__ __forceinline__ unsigned long long abs_bits(T v)
-{
-    return (unsigned long long)__double_as_longlong(fabs((double)v));
 }
 
 /* b - A x at node (i, j, k) of level L (L0: the finest, its T from the
@@ -347,6 +272,12 @@ template <typename T, int PASS>
 static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F, bool l0, int sweep,
                         int zero)
 {
+    if (l0 && !F.cls && PASS != P_RHS && !(PASS == P_SMOOTH && zero) && !g->point_l0) {
+        const cudaError_t e = heat_cuda_mg_fine_pass<T, PASS == P_RHS ? P_RESID : PASS>(
+            L, F, sweep, g->d_norms, g->stream);
+        if (e != cudaSuccess && g->launch_err == cudaSuccess) g->launch_err = e;
+        return;
+    }
     const dim3 block(32, 8, 1);
     const unsigned gx = (unsigned)((L.n[0] + 31) / 32), gy = (unsigned)((L.n[1] + 7) / 8);
     const long long target = 8LL * g->sms;
@@ -733,6 +664,10 @@ int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t strea
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         g->sms = 1;
+    {
+        const char *pt = getenv("HEAT_CUDA_MG_POINT");
+        g->point_l0 = pt && *pt && strcmp(pt, "0") != 0;
+    }
     int rc = heat_mg_build(c, cls, k, &g->m, err);
     if (!rc) rc = check_memory(g, err);
     if (!rc)

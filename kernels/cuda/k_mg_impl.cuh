@@ -21,6 +21,104 @@ extern "C" {
                                   cudaGetErrorString(e_));                                         \
     } while (0)
 
+/* ---- the operator at a node (kernels/mg_point.inc) by precision ------------------- */
+
+#define MG_T   float
+#define MG_SFX f
+#define MG_FN  static __device__ __forceinline__
+#include "mg_point.inc"
+#undef MG_T
+#undef MG_SFX
+#define MG_T   double
+#define MG_SFX d
+#include "mg_point.inc"
+#undef MG_T
+#undef MG_SFX
+#undef MG_FN
+
+/* The operator's pieces by precision. */
+static __device__ __forceinline__ float resid(float b, float dg, float c, const float nb[6],
+                                              const float t[6], float *diag)
+{
+    return heat_mg_resid_f(b, dg, c, nb, t, diag);
+}
+static __device__ __forceinline__ double resid(double b, double dg, double c, const double nb[6],
+                                               const double t[6], double *diag)
+{
+    return heat_mg_resid_d(b, dg, c, nb, t, diag);
+}
+static __device__ __forceinline__ float tsum(const float t[6])
+{
+    return heat_mg_tsum_f(t);
+}
+static __device__ __forceinline__ double tsum(const double t[6])
+{
+    return heat_mg_tsum_d(t);
+}
+static __device__ __forceinline__ float resid_ts(float b, float dg, float c, const float nb[6],
+                                                 const float t[6], float ts, float *diag)
+{
+    return heat_mg_resid_ts_f(b, dg, c, nb, t, ts, diag);
+}
+static __device__ __forceinline__ double resid_ts(double b, double dg, double c,
+                                                  const double nb[6], const double t[6], double ts,
+                                                  double *diag)
+{
+    return heat_mg_resid_ts_d(b, dg, c, nb, t, ts, diag);
+}
+static __device__ __forceinline__ float sweep_value(int up, float c, float prev, float q, float c0,
+                                                    float c1)
+{
+    return heat_mg_sweep_value_f(up, c, prev, q, c0, c1);
+}
+static __device__ __forceinline__ double sweep_value(int up, double c, double prev, double q,
+                                                     double c0, double c1)
+{
+    return heat_mg_sweep_value_d(up, c, prev, q, c0, c1);
+}
+static __device__ __forceinline__ float face(float k, float ih, float va, float vb)
+{
+    return heat_mg_face_f(k, ih, va, vb);
+}
+static __device__ __forceinline__ double face(double k, double ih, double va, double vb)
+{
+    return heat_mg_face_d(k, ih, va, vb);
+}
+static __device__ __forceinline__ float rhs_value(float c, float ac, float m, float ct, float b0)
+{
+    return heat_mg_rhs_f(c, ac, m, ct, b0);
+}
+static __device__ __forceinline__ double rhs_value(double c, double ac, double m, double ct,
+                                                   double b0)
+{
+    return heat_mg_rhs_d(c, ac, m, ct, b0);
+}
+
+/* ---- what the stencil passes share ------------------------------------------------ */
+
+/* What a pass of the stencil does at each node. */
+enum { P_SMOOTH, P_RESID, P_RHS, P_NORMS };
+
+/* A double's bits in the unsigned order of its value (negatives flipped). */
+static __device__ __forceinline__ unsigned long long ordered(double v)
+{
+    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+    return b >> 63 ? ~b : b | (1ull << 63);
+}
+static __device__ __forceinline__ int wrapm(int i, int n)
+{
+    return i == 0 ? n - 1 : i - 1;
+}
+static __device__ __forceinline__ int wrapp(int i, int n)
+{
+    return i == n - 1 ? 0 : i + 1;
+}
+
+template <typename T> __device__ __forceinline__ unsigned long long abs_bits(T v)
+{
+    return (unsigned long long)__double_as_longlong(fabs((double)v));
+}
+
 /* ---- device views ----------------------------------------------------------------- */
 
 template <typename T> struct mgd_level {
@@ -73,8 +171,19 @@ struct cuda_mg {
     heat_mg_state st;
     cudaGraphExec_t graph;
     cudaError_t launch_err; /* the first failed launch of the kernels below */
+    /* HEAT_CUDA_MG_POINT=1: the finest level's passes by the point kernel
+     * even where k_mg_fine.cu's serve (for comparing the two) */
+    bool point_l0;
     cudaEvent_t ev[HEAT_MG_MARKS];
 };
+
+/* The finest level's sweeps, residual and norms when it has one material
+ * (F.cls NULL), in the register-tiled style (k_mg_fine.cu): PASS is
+ * P_SMOOTH (sweep `sweep`, not from a zero iterate), P_RESID or P_NORMS;
+ * the same nodes, values and order as mg_pass_kernel's. */
+template <typename T, int PASS>
+cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+                                   mg_norms *norms, cudaStream_t stream);
 
 /* Waits for the stream; the first failed launch or the wait's error. */
 int heat_cuda_mg_finish(cuda_mg *g, heat_error *err);

@@ -1,0 +1,276 @@
+/* The finest multigrid level's stencil passes (the smoother's sweeps, the
+ * residual and the norms of a cycle's stop test) when the level has one
+ * material, in the register-tiled style of the explicit sweep
+ * (k_register.cu):
+ *
+ * - a block owns a tile of BXT*VX x BP nodes of an x-y plane and streams a
+ *   run of planes along z; each thread holds VX consecutive x values of the
+ *   previous, current and next plane in registers and the plane after next
+ *   in flight, so only the current plane goes through shared memory (double
+ *   buffered, one barrier a plane), for the in-plane neighbours;
+ * - the tile's halo rows and columns are loaded by the first 2 BXT + 2 BP
+ *   threads; every index is wrapped into the grid (a periodic axis's
+ *   neighbour, or a value that a zero conductivity multiplies, as the CPU
+ *   reads it);
+ * - the face conductivities of a node depend on its column's x and y and on
+ *   the plane's z widths only: a thread keeps its columns' six and their
+ *   sum, and works them out again only when the plane's z widths change
+ *   (the planes of a face), so a node costs its residual and its division.
+ *
+ * Values and order are mg_pass_kernel's (k_mg.cu) and the CPU's
+ * (cpu/cpu_mg.inc): the operator is kernels/mg_point.inc, the kept sum of
+ * the conductivities is the same five additions that every node's diagonal
+ * starts with. tests/test_gpu_mg.c compares the fields bit for bit.
+ */
+#include "k_mg_impl.cuh"
+#include "stencil.cuh"
+
+/* a and b the same value to the bit (a conductivity's inputs unchanged) */
+static __device__ __forceinline__ bool same_bits(float a, float b)
+{
+    return __float_as_int(a) == __float_as_int(b);
+}
+static __device__ __forceinline__ bool same_bits(double a, double b)
+{
+    return __double_as_longlong(a) == __double_as_longlong(b);
+}
+
+template <typename T, int PASS, int VX, int BXT, int BP>
+__global__ void __launch_bounds__(BXT *BP, 2)
+    mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
+                   mg_norms *norms)
+{
+    static_assert(BXT % 32 == 0, "a tile row is whole warps");
+    static_assert(BXT * BP >= 2 * BXT + 2 * BP, "one thread per halo load");
+    constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX;
+    __shared__ __align__(16) T sm[2][ROWS][RS];
+
+    const int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = tx + BXT * ty;
+    const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
+    const int ig = x0 + tx * VX, j = p0 + ty;
+    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
+    const long long sz = (long long)n0 * n1;
+    const T *x = PASS == P_SMOOTH && (sweep & 1) ? L.x1 : L.x0;
+    T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
+    const int col = VX + tx * VX; /* this thread's group in a shared row */
+
+    /* What this thread loads, wrapped into the grid: the node after a row's
+     * last is its periodic neighbour (nx is a multiple of VX when VX > 1). */
+    const long long own = (long long)(j % n1) * n0 + ig % n0;
+    auto plane = [&](int k) -> long long { return (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz; };
+    auto load_group = [&](int k, hk_vec<T, VX> &g) { g = vload<T, VX>(x + plane(k) + own); };
+
+    /* Halo roles: a group of the row below or above the tile, or the value
+     * left or right of a tile row. */
+    int hrole = 0, hrow = 0, hcol = 0;
+    long long hoff = 0;
+    if (tid < 2 * BXT) {
+        const int r = tid / BXT, g = tid % BXT;
+        const int hj = r ? (p0 + BP) % n1 : (p0 == 0 ? n1 - 1 : p0 - 1);
+        hrole = 1;
+        hrow = r ? ROWS - 1 : 0;
+        hcol = VX + g * VX;
+        hoff = (long long)hj * n0 + (x0 + g * VX) % n0;
+    } else if (tid - 2 * BXT < 2 * BP) {
+        const int t = tid - 2 * BXT, r = t / 2, side = t % 2;
+        const int hx = side ? (x0 + BX) % n0 : (x0 == 0 ? n0 - 1 : x0 - 1);
+        hrole = 2;
+        hrow = r + 1;
+        hcol = side ? VX + BX : VX - 1;
+        hoff = (long long)((p0 + r) % n1) * n0 + hx;
+    }
+    auto load_halo = [&](int k, hk_vec<T, VX> &h) {
+        const T *p = x + plane(k) + hoff;
+        if (hrole == 1)
+            h = vload<T, VX>(p);
+        else if (hrole == 2)
+            h.v[0] = p[0];
+    };
+    auto store_plane = [&](int b, const hk_vec<T, VX> &g, const hk_vec<T, VX> &h) {
+        vstore<T, VX>(&sm[b][ty + 1][col], g);
+        if (hrole == 1)
+            vstore<T, VX>(&sm[b][hrow][hcol], h);
+        else if (hrole == 2)
+            sm[b][hrow][hcol] = h.v[0];
+    };
+
+    /* Which of the group's nodes are in the grid and not held (before z). */
+    const bool rowin = j < n1, grpin = ig < n0;
+    const int jj = rowin ? j : 0;
+    const bool rowheld = (jj == 0 && L.held[1][0]) || (jj == n1 - 1 && L.held[1][1]);
+    bool act[VX];
+    bool allact = rowin && !rowheld;
+#pragma unroll
+    for (int e = 0; e < VX; e++) {
+        const int i = ig + e;
+        act[e] = rowin && !rowheld && i < n0 &&
+                 !((i == 0 && L.held[0][0]) || (i == n0 - 1 && L.held[0][1]));
+        allact = allact && act[e];
+    }
+    const T kf = F.kf[0];
+    const T c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
+    const bool up = c0 != T(0);
+    const T *bp = L.b, *dgp = F.dg0;
+    const T rhoc = PASS == P_NORMS ? F.rhoc[0] : T(0);
+
+    /* The conductivities of the group's nodes and their sums, for the
+     * plane z widths (vz, ikm, ik) they were made with; vxy: the nodes'
+     * x width times y width (the norms' volumes). The axes' tables are read
+     * again when a plane's widths differ (the planes of the z faces). */
+    T t[VX][6], ts[VX], vxy[VX];
+    T cvz = 0, cikm = 0, cik = 0;
+    bool have = false;
+
+    unsigned long long rm = 0, um = 0, lo = ~0ull, hi = 0;
+    double ws = 0, sum = 0;
+
+    hk_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
+    if (k0 < k1) {
+        load_group(k0 - 1, prev);
+        load_group(k0, cur);
+        load_group(k0 + 1, nxt);
+        load_halo(k0, hcur);
+        if (k0 + 1 < k1) load_halo(k0 + 1, hnext);
+        store_plane(0, cur, hcur);
+    }
+    __syncthreads();
+
+    for (int k = k0; k < k1; k++) {
+        const int b = (k - k0) & 1;
+        if (k + 1 < k1) load_group(k + 2, nn);
+        if (k + 2 < k1) load_halo(k + 2, hnn);
+        const long long p = (long long)k * sz + (long long)j * n0 + ig; /* rowin, grpin */
+        const bool zheld = (k == 0 && L.held[2][0]) || (k == n2 - 1 && L.held[2][1]);
+        const bool work = rowin && grpin && !zheld;
+        hk_vec<T, VX> bv, dv, pv;
+#pragma unroll
+        for (int e = 0; e < VX; e++) bv.v[e] = dv.v[e] = pv.v[e] = T(0);
+        if (work) {
+            if (bp) bv = vload<T, VX>(bp + p);
+            if (dgp) dv = vload<T, VX>(dgp + p);
+            if (PASS == P_SMOOTH && up) pv = vload<T, VX>(out + p);
+        }
+        const T vz = L.v[2][k], ikm = L.ih[2][wrapm(k, n2)], ik = L.ih[2][k];
+        if (!have || !same_bits(vz, cvz) || !same_bits(ikm, cikm) || !same_bits(ik, cik)) {
+            have = true, cvz = vz, cikm = ikm, cik = ik;
+            const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, n1)], ihj = L.ih[1][jj];
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int ii = ig + e < n0 ? ig + e : 0;
+                const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
+                t[e][0] = face(kf, ihm, vy, vz);
+                t[e][1] = face(kf, ihp, vy, vz);
+                t[e][2] = face(kf, ihjm, vx, vz);
+                t[e][3] = face(kf, ihj, vx, vz);
+                t[e][4] = face(kf, ikm, vx, vy);
+                t[e][5] = face(kf, ik, vx, vy);
+                ts[e] = tsum(t[e]);
+                vxy[e] = vx * vy;
+            }
+        }
+        if (PASS == P_NORMS && rowin) {
+#pragma unroll
+            for (int e = 0; e < VX; e++)
+                if (ig + e < n0) {
+                    const T c = cur.v[e];
+                    um = max(um, abs_bits(c));
+                    lo = min(lo, ordered((double)c));
+                    hi = max(hi, ordered((double)c));
+                    sum += (double)c;
+                }
+        }
+        if (work) {
+            const hk_vec<T, VX> ym = vload<T, VX>(&sm[b][ty][col]);
+            const hk_vec<T, VX> yp = vload<T, VX>(&sm[b][ty + 2][col]);
+            const T left = sm[b][ty + 1][col - 1], right = sm[b][ty + 1][col + VX];
+            hk_vec<T, VX> v;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const T c = cur.v[e];
+                const T nb[6] = {e > 0 ? cur.v[e - 1] : left, e < VX - 1 ? cur.v[e + 1] : right,
+                                 ym.v[e], yp.v[e], prev.v[e], nxt.v[e]};
+                T diag;
+                const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t[e], ts[e], &diag);
+                if (PASS == P_SMOOTH) {
+                    v.v[e] = sweep_value(up, c, pv.v[e], r / diag, c0, c1);
+                } else if (PASS == P_RESID) {
+                    v.v[e] = r;
+                } else if (act[e]) {
+                    const T vol = vxy[e] * vz;
+                    rm = max(rm, abs_bits(r / (rhoc * vol)));
+                    ws += (double)(rhoc * vol) * (double)c;
+                }
+            }
+            if (PASS != P_NORMS) {
+                if (allact) {
+                    vstore<T, VX>(out + p, v);
+                } else {
+#pragma unroll
+                    for (int e = 0; e < VX; e++)
+                        if (act[e]) out[p + e] = v.v[e];
+                }
+            }
+        }
+        if (k + 1 < k1) store_plane(b ^ 1, nxt, hnext);
+        __syncthreads();
+        prev = cur;
+        cur = nxt;
+        nxt = nn;
+        hnext = hnn;
+    }
+    if (PASS == P_NORMS) {
+        hk_block_max(rm, &norms->rmax);
+        __syncthreads(); /* hk_block_max's shared slots, used again */
+        hk_block_max(um, &norms->umax);
+        for (int o = 16; o > 0; o >>= 1) {
+            ws += __shfl_xor_sync(0xffffffffu, ws, o);
+            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+        }
+        if ((tid & 31) == 0) {
+            if (ws != 0) atomicAdd(&norms->wsum, ws);
+            if (sum != 0) atomicAdd(&norms->sum, sum);
+            if (lo != ~0ull) atomicMin(&norms->lo, lo), atomicMax(&norms->hi, hi);
+        }
+    }
+}
+
+template <typename T, int PASS, int VX, int BXT, int BP>
+static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, mg_norms *norms,
+                          cudaStream_t stream)
+{
+    static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
+    if (!blocks_per_sm) {
+        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm, mg_fine_kernel<T, PASS, VX, BXT, BP>, BXT * BP, 0);
+        if (e != cudaSuccess) return e;
+        if (blocks_per_sm < 1) blocks_per_sm = 1;
+    }
+    constexpr int BX = BXT * VX;
+    const long long gx = (L.n[0] + BX - 1) / BX, gy = (L.n[1] + BP - 1) / BP;
+    const int kchunk = heat_cuda_wchunk(gx * gy, L.n[2], blocks_per_sm);
+    const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
+    mg_fine_kernel<T, PASS, VX, BXT, BP><<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
+    return cudaGetLastError();
+}
+
+template <typename T, int PASS>
+cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+                                   mg_norms *norms, cudaStream_t stream)
+{
+    constexpr int V = 16 / sizeof(T);
+    if (L.n[0] % V == 0) return launch<T, PASS, V, 32, 8>(L, F, sweep, norms, stream);
+    return launch<T, PASS, 1, 32, 8>(L, F, sweep, norms, stream);
+}
+
+#define HEAT_MG_FINE(T, P)                                                                         \
+    template cudaError_t heat_cuda_mg_fine_pass<T, P>(const mgd_level<T> &, const mgd_fine<T> &,  \
+                                                      int, mg_norms *, cudaStream_t);
+HEAT_MG_FINE(float, P_SMOOTH)
+HEAT_MG_FINE(float, P_RESID)
+HEAT_MG_FINE(float, P_NORMS)
+HEAT_MG_FINE(double, P_SMOOTH)
+HEAT_MG_FINE(double, P_RESID)
+HEAT_MG_FINE(double, P_NORMS)
