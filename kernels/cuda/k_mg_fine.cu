@@ -4,11 +4,13 @@
  * (k_register.cu):
  *
  * - a block owns a tile of BXT*VX x BP nodes of an x-y plane and streams a
- *   run of planes along z; each thread holds VX consecutive x values of the
- *   previous, current and next plane in registers and the plane after next
- *   in flight, so only the current plane goes through shared memory (double
- *   buffered, one barrier a plane), for the in-plane neighbours;
- * - the tile's halo rows and columns are loaded by the first 2 BXT + 2 BP
+ *   run of planes along z through a ring of D planes in shared memory
+ *   (the tile and its halo), filled by asynchronous copies (cp.async) P =
+ *   D - 3 planes ahead of the update: several planes' loads in flight per
+ *   block without holding them in registers (the registers keep the
+ *   conductivities below), one barrier a plane; each thread reads its
+ *   group of VX consecutive x nodes and their six neighbours from the ring;
+ * - the tile's halo rows and columns are copied by the first 2 BXT + 2 BP
  *   threads; every index is wrapped into the grid (a periodic axis's
  *   neighbour, or a value that a zero conductivity multiplies, as the CPU
  *   reads it);
@@ -22,6 +24,11 @@
  * the conductivities is the same five additions that every node's diagonal
  * starts with. tests/test_gpu_mg.c compares the fields bit for bit.
  */
+#include <cuda_pipeline.h>
+
+#include <cstdlib>
+#include <cstring>
+
 #include "k_mg_impl.cuh"
 #include "stencil.cuh"
 
@@ -35,15 +42,16 @@ static __device__ __forceinline__ bool same_bits(double a, double b)
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
 
-template <typename T, int PASS, int VX, int BXT, int BP>
-__global__ void __launch_bounds__(BXT *BP, 2)
+template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB>
+__global__ void __launch_bounds__(BXT *BP, MINB)
     mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
                    mg_norms *norms)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
-    static_assert(BXT * BP >= 2 * BXT + 2 * BP, "one thread per halo load");
-    constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX;
-    __shared__ __align__(16) T sm[2][ROWS][RS];
+    static_assert(BXT * BP >= 2 * BXT + 2 * BP, "one thread per halo copy");
+    static_assert(D >= 4, "the ring holds the planes below, at and above the update and one more");
+    constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX, P = D - 3;
+    __shared__ __align__(16) T sm[D][ROWS][RS];
 
     const int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
     const int tx = threadIdx.x, ty = threadIdx.y, tid = tx + BXT * ty;
@@ -55,14 +63,11 @@ __global__ void __launch_bounds__(BXT *BP, 2)
     T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
     const int col = VX + tx * VX; /* this thread's group in a shared row */
 
-    /* What this thread loads, wrapped into the grid: the node after a row's
-     * last is its periodic neighbour (nx is a multiple of VX when VX > 1). */
+    /* What this thread copies, wrapped into the grid: the node after a
+     * row's last is its periodic neighbour (nx is a multiple of VX when
+     * VX > 1); and its halo role: a group of the row below or above the
+     * tile, or the value left or right of a tile row. */
     const long long own = (long long)(j % n1) * n0 + ig % n0;
-    auto plane = [&](int k) -> long long { return (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz; };
-    auto load_group = [&](int k, hk_vec<T, VX> &g) { g = vload<T, VX>(x + plane(k) + own); };
-
-    /* Halo roles: a group of the row below or above the tile, or the value
-     * left or right of a tile row. */
     int hrole = 0, hrow = 0, hcol = 0;
     long long hoff = 0;
     if (tid < 2 * BXT) {
@@ -80,19 +85,16 @@ __global__ void __launch_bounds__(BXT *BP, 2)
         hcol = side ? VX + BX : VX - 1;
         hoff = (long long)((p0 + r) % n1) * n0 + hx;
     }
-    auto load_halo = [&](int k, hk_vec<T, VX> &h) {
-        const T *p = x + plane(k) + hoff;
+    /* Plane k (k0 - 1 .. k1, wrapped into the grid) into its ring slot. */
+    auto slot = [&](int k) { return (k - k0 + 1) % D; };
+    auto issue = [&](int k) {
+        const T *src = x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz;
+        T(*pl)[RS] = sm[slot(k)];
+        __pipeline_memcpy_async(&pl[ty + 1][col], src + own, VX * sizeof(T));
         if (hrole == 1)
-            h = vload<T, VX>(p);
+            __pipeline_memcpy_async(&pl[hrow][hcol], src + hoff, VX * sizeof(T));
         else if (hrole == 2)
-            h.v[0] = p[0];
-    };
-    auto store_plane = [&](int b, const hk_vec<T, VX> &g, const hk_vec<T, VX> &h) {
-        vstore<T, VX>(&sm[b][ty + 1][col], g);
-        if (hrole == 1)
-            vstore<T, VX>(&sm[b][hrow][hcol], h);
-        else if (hrole == 2)
-            sm[b][hrow][hcol] = h.v[0];
+            __pipeline_memcpy_async(&pl[hrow][hcol], src + hoff, sizeof(T));
     };
 
     /* Which of the group's nodes are in the grid and not held (before z). */
@@ -125,21 +127,19 @@ __global__ void __launch_bounds__(BXT *BP, 2)
     unsigned long long rm = 0, um = 0, lo = ~0ull, hi = 0;
     double ws = 0, sum = 0;
 
-    hk_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
-    if (k0 < k1) {
-        load_group(k0 - 1, prev);
-        load_group(k0, cur);
-        load_group(k0 + 1, nxt);
-        load_halo(k0, hcur);
-        if (k0 + 1 < k1) load_halo(k0 + 1, hnext);
-        store_plane(0, cur, hcur);
-    }
-    __syncthreads();
+    /* planes k0 - 1 .. k0 + P - 1 in flight, one copy group each */
+    if (k0 < k1)
+        for (int k = k0 - 1; k < k0 + P; k++) {
+            if (k <= k1) issue(k);
+            __pipeline_commit();
+        }
 
     for (int k = k0; k < k1; k++) {
-        const int b = (k - k0) & 1;
-        if (k + 1 < k1) load_group(k + 2, nn);
-        if (k + 2 < k1) load_halo(k + 2, hnn);
+        /* plane k + P into the slot of plane k - 3, which no thread reads
+         * since the last barrier; then wait for plane k + 1 */
+        if (k + P <= k1) issue(k + P);
+        __pipeline_commit();
+        __pipeline_wait_prior(P - 1);
         const long long p = (long long)k * sz + (long long)j * n0 + ig; /* rowin, grpin */
         const bool zheld = (k == 0 && L.held[2][0]) || (k == n2 - 1 && L.held[2][1]);
         const bool work = rowin && grpin && !zheld;
@@ -169,6 +169,9 @@ __global__ void __launch_bounds__(BXT *BP, 2)
                 vxy[e] = vx * vy;
             }
         }
+        __syncthreads();
+        const T(*pc)[RS] = sm[slot(k)];
+        const hk_vec<T, VX> cur = vload<T, VX>(&pc[ty + 1][col]);
         if (PASS == P_NORMS && rowin) {
 #pragma unroll
             for (int e = 0; e < VX; e++)
@@ -181,15 +184,17 @@ __global__ void __launch_bounds__(BXT *BP, 2)
                 }
         }
         if (work) {
-            const hk_vec<T, VX> ym = vload<T, VX>(&sm[b][ty][col]);
-            const hk_vec<T, VX> yp = vload<T, VX>(&sm[b][ty + 2][col]);
-            const T left = sm[b][ty + 1][col - 1], right = sm[b][ty + 1][col + VX];
+            const hk_vec<T, VX> ym = vload<T, VX>(&pc[ty][col]);
+            const hk_vec<T, VX> yp = vload<T, VX>(&pc[ty + 2][col]);
+            const hk_vec<T, VX> zm = vload<T, VX>(&sm[slot(k - 1)][ty + 1][col]);
+            const hk_vec<T, VX> zp = vload<T, VX>(&sm[slot(k + 1)][ty + 1][col]);
+            const T left = pc[ty + 1][col - 1], right = pc[ty + 1][col + VX];
             hk_vec<T, VX> v;
 #pragma unroll
             for (int e = 0; e < VX; e++) {
                 const T c = cur.v[e];
                 const T nb[6] = {e > 0 ? cur.v[e - 1] : left, e < VX - 1 ? cur.v[e + 1] : right,
-                                 ym.v[e], yp.v[e], prev.v[e], nxt.v[e]};
+                                 ym.v[e], yp.v[e], zm.v[e], zp.v[e]};
                 T diag;
                 const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t[e], ts[e], &diag);
                 if (PASS == P_SMOOTH) {
@@ -212,12 +217,6 @@ __global__ void __launch_bounds__(BXT *BP, 2)
                 }
             }
         }
-        if (k + 1 < k1) store_plane(b ^ 1, nxt, hnext);
-        __syncthreads();
-        prev = cur;
-        cur = nxt;
-        nxt = nn;
-        hnext = hnn;
     }
     if (PASS == P_NORMS) {
         hk_block_max(rm, &norms->rmax);
@@ -237,14 +236,14 @@ __global__ void __launch_bounds__(BXT *BP, 2)
     }
 }
 
-template <typename T, int PASS, int VX, int BXT, int BP>
+template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB>
 static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, mg_norms *norms,
                           cudaStream_t stream)
 {
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
         const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, mg_fine_kernel<T, PASS, VX, BXT, BP>, BXT * BP, 0);
+            &blocks_per_sm, mg_fine_kernel<T, PASS, VX, BXT, BP, D, MINB>, BXT * BP, 0);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
@@ -252,8 +251,43 @@ static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep
     const long long gx = (L.n[0] + BX - 1) / BX, gy = (L.n[1] + BP - 1) / BP;
     const int kchunk = heat_cuda_wchunk(gx * gy, L.n[2], blocks_per_sm);
     const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
-    mg_fine_kernel<T, PASS, VX, BXT, BP><<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
+    mg_fine_kernel<T, PASS, VX, BXT, BP, D, MINB><<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
     return cudaGetLastError();
+}
+
+/* The ring's depth and the blocks per multiprocessor: HEAT_CUDA_MG_FINE =
+ * "D,B" picks one of those built, for measuring (docs/PERFORMANCE.md). */
+static int fine_choice(void)
+{
+    static int c = -1;
+    if (c < 0) {
+        const char *s = getenv("HEAT_CUDA_MG_FINE");
+        c = !s                  ? 0
+            : !strcmp(s, "6,3") ? 1
+            : !strcmp(s, "5,3") ? 2
+            : !strcmp(s, "8,2") ? 3
+            : !strcmp(s, "5,2") ? 4
+                                : 0;
+    }
+    return c;
+}
+
+template <typename T, int PASS, int VX>
+static cudaError_t launch_v(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+                            mg_norms *norms, cudaStream_t stream)
+{
+    switch (fine_choice()) {
+    case 1:
+        return launch<T, PASS, VX, 32, 8, 6, 3>(L, F, sweep, norms, stream);
+    case 2:
+        return launch<T, PASS, VX, 32, 8, 5, 3>(L, F, sweep, norms, stream);
+    case 3:
+        return launch<T, PASS, VX, 32, 8, 8, 2>(L, F, sweep, norms, stream);
+    case 4:
+        return launch<T, PASS, VX, 32, 8, 5, 2>(L, F, sweep, norms, stream);
+    default:
+        return launch<T, PASS, VX, 32, 8, 7, 2>(L, F, sweep, norms, stream);
+    }
 }
 
 template <typename T, int PASS>
@@ -261,8 +295,8 @@ cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, 
                                    mg_norms *norms, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
-    if (L.n[0] % V == 0) return launch<T, PASS, V, 32, 8>(L, F, sweep, norms, stream);
-    return launch<T, PASS, 1, 32, 8>(L, F, sweep, norms, stream);
+    if (L.n[0] % V == 0) return launch_v<T, PASS, V>(L, F, sweep, norms, stream);
+    return launch_v<T, PASS, 1>(L, F, sweep, norms, stream);
 }
 
 #define HEAT_MG_FINE(T, P)                                                                         \
