@@ -52,7 +52,7 @@
  * Gershgorin bound of each level (Adams, Brezina, Hu and Tuminaro, J.
  * Comput. Phys. 188, 2003), split between the sweeps before and after the
  * coarse correction as Richardson steps at its roots (mg_build.c). Each
- * sweep is x' = x + c0 (x - x_prev) + c1 (b - A x) / diag (c0 = 0 for
+ * sweep is x' = x + c0 (x - x_prev) + (c1 / diag) (b - A x) (c0 = 0 for
  * these roots; the kernels keep the general form), a point update of the stencil:
  * no sums, so the backends agree bit for bit.
  */
@@ -100,7 +100,7 @@ typedef struct heat_mg_level {
     double lmax;  /* Gershgorin bound of the eigenvalues of D^-1 A */
     /* Sweep s (0 .. HEAT_MG_SWEEPS - 1 before the coarse correction, then
      * HEAT_MG_SWEEPS .. 2 HEAT_MG_SWEEPS - 1 after it):
-     * x' = x + cheb[s][0] (x - x_prev) + cheb[s][1] (b - A x) / diag; with
+     * x' = x + cheb[s][0] (x - x_prev) + (cheb[s][1] / diag) (b - A x); with
      * cheb[s][0] = 0, x_prev is not read. */
     double cheb[2 * HEAT_MG_SWEEPS][2];
 } heat_mg_level;

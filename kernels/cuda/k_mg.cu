@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(256)
                 if (PASS == P_SMOOTH) {
                     const bool up = c0 != T(0);
                     const T prev = !up || zero ? T(0) : out[p];
-                    out[p] = sweep_value(up, c, prev, r / diag, c0, c1);
+                    out[p] = sweep_value(up, c, prev, r, weight(c1, diag), c0);
                 } else if (PASS == P_RESID) {
                     out[p] = r;
                 } else if (PASS == P_RHS) {

@@ -22,7 +22,9 @@
  * Values and order are mg_pass_kernel's (k_mg.cu) and the CPU's
  * (cpu/cpu_mg.inc): the operator is kernels/mg_point.inc, the kept sum of
  * the conductivities is the same five additions that every node's diagonal
- * starts with. tests/test_gpu_mg.c compares the fields bit for bit.
+ * starts with, and the sweep's weight c1 / diag is kept with them where the
+ * diagonal has no mass term (a steady solve), so a node costs no division.
+ * tests/test_gpu_mg.c compares the fields bit for bit.
  */
 #include <cuda_pipeline.h>
 
@@ -42,7 +44,7 @@ static __device__ __forceinline__ bool same_bits(double a, double b)
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
 
-template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB>
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
 __global__ void __launch_bounds__(BXT *BP, MINB)
     mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
                    mg_norms *norms)
@@ -113,14 +115,15 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     const T kf = F.kf[0];
     const T c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
     const bool up = c0 != T(0);
-    const T *bp = L.b, *dgp = F.dg0;
+    const T *bp = L.b, *dgp = DG ? F.dg0 : nullptr; /* DG: F.dg0 not NULL */
     const T rhoc = PASS == P_NORMS ? F.rhoc[0] : T(0);
 
     /* The conductivities of the group's nodes and their sums, for the
-     * plane z widths (vz, ikm, ik) they were made with; vxy: the nodes'
-     * x width times y width (the norms' volumes). The axes' tables are read
-     * again when a plane's widths differ (the planes of the z faces). */
-    T t[VX][6], ts[VX], vxy[VX];
+     * plane z widths (vz, ikm, ik) they were made with; the sweep's weight
+     * c1 / diag where diag is their sum (no mass term: dg0 NULL); vxy: the
+     * nodes' x width times y width (the norms' volumes). The axes' tables
+     * are read again when a plane's widths differ (the z faces' planes). */
+    T t[VX][6], ts[VX], vxy[VX], cw[VX];
     T cvz = 0, cikm = 0, cik = 0;
     bool have = false;
 
@@ -148,7 +151,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         for (int e = 0; e < VX; e++) bv.v[e] = dv.v[e] = pv.v[e] = T(0);
         if (work) {
             if (bp) bv = vload<T, VX>(bp + p);
-            if (dgp) dv = vload<T, VX>(dgp + p);
+            if (DG) dv = vload<T, VX>(dgp + p);
             if (PASS == P_SMOOTH && up) pv = vload<T, VX>(out + p);
         }
         const T vz = L.v[2][k], ikm = L.ih[2][wrapm(k, n2)], ik = L.ih[2][k];
@@ -167,6 +170,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
                 t[e][5] = face(kf, ik, vx, vy);
                 ts[e] = tsum(t[e]);
                 vxy[e] = vx * vy;
+                cw[e] = weight(c1, ts[e] + T(0)); /* diag = ts + dg, dg = 0 */
             }
         }
         __syncthreads();
@@ -198,7 +202,8 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
                 T diag;
                 const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t[e], ts[e], &diag);
                 if (PASS == P_SMOOTH) {
-                    v.v[e] = sweep_value(up, c, pv.v[e], r / diag, c0, c1);
+                    const T w = DG ? weight(c1, diag) : cw[e];
+                    v.v[e] = sweep_value(up, c, pv.v[e], r, w, c0);
                 } else if (PASS == P_RESID) {
                     v.v[e] = r;
                 } else if (act[e]) {
@@ -236,14 +241,14 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     }
 }
 
-template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB>
-static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, mg_norms *norms,
-                          cudaStream_t stream)
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
+static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+                             mg_norms *norms, cudaStream_t stream)
 {
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
         const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, mg_fine_kernel<T, PASS, VX, BXT, BP, D, MINB>, BXT * BP, 0);
+            &blocks_per_sm, mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>, BXT * BP, 0);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
@@ -251,43 +256,32 @@ static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep
     const long long gx = (L.n[0] + BX - 1) / BX, gy = (L.n[1] + BP - 1) / BP;
     const int kchunk = heat_cuda_wchunk(gx * gy, L.n[2], blocks_per_sm);
     const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
-    mg_fine_kernel<T, PASS, VX, BXT, BP, D, MINB><<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
+    mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>
+        <<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
     return cudaGetLastError();
 }
 
-/* The ring's depth and the blocks per multiprocessor: HEAT_CUDA_MG_FINE =
- * "D,B" picks one of those built, for measuring (docs/PERFORMANCE.md). */
+/* With or without a mass term on the diagonal (implicit steps, steady). */
+template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB>
+static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, mg_norms *norms,
+                          cudaStream_t stream)
+{
+    if (F.dg0) return launch_dg<T, PASS, true, VX, BXT, BP, D, MINB>(L, F, sweep, norms, stream);
+    return launch_dg<T, PASS, false, VX, BXT, BP, D, MINB>(L, F, sweep, norms, stream);
+}
+
+/* The ring's depth, the blocks per multiprocessor and the group width:
+ * HEAT_CUDA_MG_FINE = "8,2" or "7,3,half" (groups of 8 bytes) picks one of
+ * those built instead of 7 planes and 2 blocks, for measuring
+ * (docs/PERFORMANCE.md). */
 static int fine_choice(void)
 {
     static int c = -1;
     if (c < 0) {
         const char *s = getenv("HEAT_CUDA_MG_FINE");
-        c = !s                  ? 0
-            : !strcmp(s, "6,3") ? 1
-            : !strcmp(s, "5,3") ? 2
-            : !strcmp(s, "8,2") ? 3
-            : !strcmp(s, "5,2") ? 4
-                                : 0;
+        c = !s ? 0 : !strcmp(s, "8,2") ? 1 : !strcmp(s, "7,3,half") ? 2 : 0;
     }
     return c;
-}
-
-template <typename T, int PASS, int VX>
-static cudaError_t launch_v(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
-                            mg_norms *norms, cudaStream_t stream)
-{
-    switch (fine_choice()) {
-    case 1:
-        return launch<T, PASS, VX, 32, 8, 6, 3>(L, F, sweep, norms, stream);
-    case 2:
-        return launch<T, PASS, VX, 32, 8, 5, 3>(L, F, sweep, norms, stream);
-    case 3:
-        return launch<T, PASS, VX, 32, 8, 8, 2>(L, F, sweep, norms, stream);
-    case 4:
-        return launch<T, PASS, VX, 32, 8, 5, 2>(L, F, sweep, norms, stream);
-    default:
-        return launch<T, PASS, VX, 32, 8, 7, 2>(L, F, sweep, norms, stream);
-    }
 }
 
 template <typename T, int PASS>
@@ -295,8 +289,15 @@ cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, 
                                    mg_norms *norms, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
-    if (L.n[0] % V == 0) return launch_v<T, PASS, V>(L, F, sweep, norms, stream);
-    return launch_v<T, PASS, 1>(L, F, sweep, norms, stream);
+    if (L.n[0] % V != 0) return launch<T, PASS, 1, 32, 8, 7, 2>(L, F, sweep, norms, stream);
+    switch (fine_choice()) {
+    case 1:
+        return launch<T, PASS, V, 32, 8, 8, 2>(L, F, sweep, norms, stream);
+    case 2:
+        return launch<T, PASS, V / 2, 32, 8, 7, 3>(L, F, sweep, norms, stream);
+    default:
+        return launch<T, PASS, V, 32, 8, 7, 2>(L, F, sweep, norms, stream);
+    }
 }
 
 #define HEAT_MG_FINE(T, P)                                                                         \

@@ -66,15 +66,23 @@ static __device__ __forceinline__ double resid_ts(double b, double dg, double c,
 {
     return heat_mg_resid_ts_d(b, dg, c, nb, t, ts, diag);
 }
-static __device__ __forceinline__ float sweep_value(int up, float c, float prev, float q, float c0,
-                                                    float c1)
+static __device__ __forceinline__ float weight(float c1, float diag)
 {
-    return heat_mg_sweep_value_f(up, c, prev, q, c0, c1);
+    return heat_mg_weight_f(c1, diag);
 }
-static __device__ __forceinline__ double sweep_value(int up, double c, double prev, double q,
-                                                     double c0, double c1)
+static __device__ __forceinline__ double weight(double c1, double diag)
 {
-    return heat_mg_sweep_value_d(up, c, prev, q, c0, c1);
+    return heat_mg_weight_d(c1, diag);
+}
+static __device__ __forceinline__ float sweep_value(int up, float c, float prev, float r, float w,
+                                                    float c0)
+{
+    return heat_mg_sweep_value_f(up, c, prev, r, w, c0);
+}
+static __device__ __forceinline__ double sweep_value(int up, double c, double prev, double r,
+                                                     double w, double c0)
+{
+    return heat_mg_sweep_value_d(up, c, prev, r, w, c0);
 }
 static __device__ __forceinline__ float face(float k, float ih, float va, float vb)
 {
