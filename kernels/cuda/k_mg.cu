@@ -12,7 +12,10 @@
  * norms) run one thread per node of a (32 x 8) tile of an x-y plane, marching
  * along z through a run of planes: the centre column's z neighbours stay in
  * registers from one plane to the next, the x and y neighbours come through
- * the L1 cache from the neighbouring threads' loads. Coarse levels are
+ * the L1 cache from the neighbouring threads' loads; the finest level's
+ * sweeps, residual and norms, when it has one material, run in the
+ * register-tiled style instead (k_mg_fine.cu). The transfers march along z
+ * one thread per column likewise. Coarse levels are
  * latency-bound, so the whole V-cycle (about 6 launches per level) is
  * captured once as a CUDA graph and replayed.
  */
@@ -174,60 +177,92 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-/* b of level l + 1 = R r, r in level l's x1: one thread per coarse node
- * (blocks of 32 x 8 nodes of a plane, striding over the planes and rows the
- * grid does not cover: no division by the sizes), cpu_mg.inc's order. */
-template <typename T> __global__ void mg_restrict_kernel(const mgd_level<T> F, const mgd_level<T> C)
+/* The transfers run one thread per column (i, j) of the level they write,
+ * marching along z through a run of kchunk planes: the taps' x and y
+ * weights multiplied and their offsets in a plane are worked out once per
+ * column, so a node costs its taps' z weight, product, test and sum, in
+ * cpu_mg.inc's order (w = wz (wy wx), zero weights skipped, summed z, y, x).
+ * Blocks of 32 x 8 columns. */
+
+/* b of level l + 1 = R r, r in level l's x1: one thread per coarse column. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    mg_restrict_kernel(const mgd_level<T> F, const mgd_level<T> C, int kchunk)
 {
-    const int i = blockIdx.x * 32 + threadIdx.x;
-    if (i >= C.n[0]) return;
-    const T *r = F.x1;
-    for (int k = blockIdx.z; k < C.n[2]; k += gridDim.z)
-        for (int j = blockIdx.y * 8 + threadIdx.y; j < C.n[1]; j += gridDim.y * 8) {
-            if (held_at(C, i, j, k)) continue;
-            T s = 0;
-            for (int tz = 0; tz < 3; tz++)
-                for (int ty = 0; ty < 3; ty++)
-                    for (int tx = 0; tx < 3; tx++) {
-                        const T w =
-                            C.wr[2][3 * k + tz] * (C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx]);
-                        if (w == T(0)) continue;
-                        const long long f =
-                            ((long long)C.pr[2][3 * k + tz] * F.n[1] + C.pr[1][3 * j + ty]) *
-                                F.n[0] +
-                            C.pr[0][3 * i + tx];
-                        s = s + w * r[f];
-                    }
-            C.b[((long long)k * C.n[1] + j) * C.n[0] + i] = s;
+    const int i = blockIdx.x * 32 + threadIdx.x, j = blockIdx.y * 8 + threadIdx.y;
+    if (i >= C.n[0] || j >= C.n[1]) return;
+    const bool held_xy = (i == 0 && C.held[0][0]) || (i == C.n[0] - 1 && C.held[0][1]) ||
+                         (j == 0 && C.held[1][0]) || (j == C.n[1] - 1 && C.held[1][1]);
+    if (held_xy) return;
+    T wxy[9];
+    long long oxy[9];
+#pragma unroll
+    for (int ty = 0; ty < 3; ty++)
+#pragma unroll
+        for (int tx = 0; tx < 3; tx++) {
+            wxy[3 * ty + tx] = C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx];
+            oxy[3 * ty + tx] = (long long)C.pr[1][3 * j + ty] * F.n[0] + C.pr[0][3 * i + tx];
         }
+    const T *r = F.x1;
+    const long long fsz = (long long)F.n[0] * F.n[1];
+    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, C.n[2]);
+    for (int k = k0; k < k1; k++) {
+        if ((k == 0 && C.held[2][0]) || (k == C.n[2] - 1 && C.held[2][1])) continue;
+        T s = 0;
+#pragma unroll
+        for (int tz = 0; tz < 3; tz++) {
+            const T wz = C.wr[2][3 * k + tz];
+            const T *pl = r + C.pr[2][3 * k + tz] * fsz;
+#pragma unroll
+            for (int t = 0; t < 9; t++) {
+                const T w = wz * wxy[t];
+                if (w == T(0)) continue;
+                s = s + w * pl[oxy[t]];
+            }
+        }
+        C.b[((long long)k * C.n[1] + j) * C.n[0] + i] = s;
+    }
 }
 
-/* x of level l += P x of level l + 1: one thread per fine node, in blocks
- * as mg_restrict_kernel's. */
-template <typename T> __global__ void mg_prolong_kernel(const mgd_level<T> F, const mgd_level<T> C)
+/* x of level l += P x of level l + 1: one thread per fine column. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    mg_prolong_kernel(const mgd_level<T> F, const mgd_level<T> C, int kchunk)
 {
-    const int i = blockIdx.x * 32 + threadIdx.x;
-    if (i >= F.n[0]) return;
-    const T *e = C.x0;
-    for (int k = blockIdx.z; k < F.n[2]; k += gridDim.z)
-        for (int j = blockIdx.y * 8 + threadIdx.y; j < F.n[1]; j += gridDim.y * 8) {
-            if (held_at(F, i, j, k)) continue;
-            T s = 0;
-            for (int cz = 0; cz < 2; cz++)
-                for (int cy = 0; cy < 2; cy++)
-                    for (int cx = 0; cx < 2; cx++) {
-                        const T w =
-                            F.wp[2][2 * k + cz] * (F.wp[1][2 * j + cy] * F.wp[0][2 * i + cx]);
-                        if (w == T(0)) continue;
-                        const long long c =
-                            ((long long)F.pp[2][2 * k + cz] * C.n[1] + F.pp[1][2 * j + cy]) *
-                                C.n[0] +
-                            F.pp[0][2 * i + cx];
-                        s = s + w * e[c];
-                    }
-            const long long p = ((long long)k * F.n[1] + j) * F.n[0] + i;
-            F.x0[p] = F.x0[p] + s;
+    const int i = blockIdx.x * 32 + threadIdx.x, j = blockIdx.y * 8 + threadIdx.y;
+    if (i >= F.n[0] || j >= F.n[1]) return;
+    const bool held_xy = (i == 0 && F.held[0][0]) || (i == F.n[0] - 1 && F.held[0][1]) ||
+                         (j == 0 && F.held[1][0]) || (j == F.n[1] - 1 && F.held[1][1]);
+    if (held_xy) return;
+    T wxy[4];
+    long long oxy[4];
+#pragma unroll
+    for (int cy = 0; cy < 2; cy++)
+#pragma unroll
+        for (int cx = 0; cx < 2; cx++) {
+            wxy[2 * cy + cx] = F.wp[1][2 * j + cy] * F.wp[0][2 * i + cx];
+            oxy[2 * cy + cx] = (long long)F.pp[1][2 * j + cy] * C.n[0] + F.pp[0][2 * i + cx];
         }
+    const T *e = C.x0;
+    const long long csz = (long long)C.n[0] * C.n[1];
+    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, F.n[2]);
+    for (int k = k0; k < k1; k++) {
+        if ((k == 0 && F.held[2][0]) || (k == F.n[2] - 1 && F.held[2][1])) continue;
+        T s = 0;
+#pragma unroll
+        for (int cz = 0; cz < 2; cz++) {
+            const T wz = F.wp[2][2 * k + cz];
+            const T *pl = e + F.pp[2][2 * k + cz] * csz;
+#pragma unroll
+            for (int t = 0; t < 4; t++) {
+                const T w = wz * wxy[t];
+                if (w == T(0)) continue;
+                s = s + w * pl[oxy[t]];
+            }
+        }
+        const long long p = ((long long)k * F.n[1] + j) * F.n[0] + i;
+        F.x0[p] = F.x0[p] + s;
+    }
 }
 
 /* The coarsest level: x = C rhs (add: x += C rhs), the inverse stored by
@@ -300,13 +335,18 @@ static unsigned blocks_of(long long n, int threads)
     return (unsigned)((n + threads - 1) / threads);
 }
 
-/* The grid of a node kernel over a level of n nodes: blocks of 32 x 8,
- * planes and rows beyond the grid's limits taken by striding. */
-static dim3 plane_grid(const int64_t n[3])
+/* The grid of a transfer over the columns of a level of n nodes: blocks of
+ * 32 x 8 columns, the planes cut into runs so that about 8 blocks per
+ * multiprocessor are in flight (at most 65535 runs); the run's length. */
+static dim3 column_grid(const int64_t n[3], int sms, int *kchunk)
 {
-    const long long gy = (n[1] + 7) / 8;
-    return dim3((unsigned)((n[0] + 31) / 32), (unsigned)(gy < 65535 ? gy : 65535),
-                (unsigned)(n[2] < 65535 ? n[2] : 65535));
+    const long long gx = (n[0] + 31) / 32, gy = (n[1] + 7) / 8;
+    long long runs = (8LL * sms + gx * gy - 1) / (gx * gy);
+    if (runs < 1) runs = 1;
+    if (runs > n[2]) runs = n[2];
+    if (runs > 65535) runs = 65535;
+    *kchunk = (int)((n[2] + runs - 1) / runs);
+    return dim3((unsigned)gx, (unsigned)gy, (unsigned)((n[2] + *kchunk - 1) / *kchunk));
 }
 
 template <typename T> static mgd_level<T> *levels_of(cuda_mg *g);
@@ -337,8 +377,9 @@ template <typename T> static void k_restrict(cuda_mg *g, int l)
 {
     mgd_level<T> *L = levels_of<T>(g);
     launch_pass<T, P_RESID>(g, L[l], fine_of<T>(g), l == 0, 0, 0);
-    mg_restrict_kernel<T>
-        <<<plane_grid(g->m->lv[l + 1].n), dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1]);
+    int kc = 1;
+    const dim3 grid = column_grid(g->m->lv[l + 1].n, g->sms, &kc);
+    mg_restrict_kernel<T><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
     note_launch(g);
 }
 
@@ -357,7 +398,9 @@ template <typename T> static void k_coarse(cuda_mg *g)
 template <typename T> static void k_prolong(cuda_mg *g, int l)
 {
     mgd_level<T> *L = levels_of<T>(g);
-    mg_prolong_kernel<T><<<plane_grid(g->m->lv[l].n), dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1]);
+    int kc = 1;
+    const dim3 grid = column_grid(g->m->lv[l].n, g->sms, &kc);
+    mg_prolong_kernel<T><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
     note_launch(g);
 }
 

@@ -44,7 +44,7 @@ static __device__ __forceinline__ bool same_bits(double a, double b)
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
 
-template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool TSM>
 __global__ void __launch_bounds__(BXT *BP, MINB)
     mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
                    mg_norms *norms)
@@ -123,7 +123,19 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
      * c1 / diag where diag is their sum (no mass term: dg0 NULL); vxy: the
      * nodes' x width times y width (the norms' volumes). The axes' tables
      * are read again when a plane's widths differ (the z faces' planes). */
-    T t[VX][6], ts[VX], vxy[VX], cw[VX];
+    T treg[TSM ? 1 : 7][VX];
+    extern __shared__ __align__(16) unsigned char tsm_raw[];
+    T *const tsm = reinterpret_cast<T *>(tsm_raw);
+    /* Field f of node e: 0 .. 5 the conductivities t, 6 what the pass needs
+     * besides: the weight (a sweep, no mass term), their sum ts (a sweep
+     * with one) or x width times y width (the norms). In registers, or
+     * (TSM) in shared memory, one slot a thread, to leave registers free. */
+    auto tc = [&](int f, int e) -> T & {
+        if constexpr (TSM)
+            return tsm[(f * VX + e) * (BXT * BP) + tid];
+        else
+            return treg[f][e];
+    };
     T cvz = 0, cikm = 0, cik = 0;
     bool have = false;
 
@@ -162,15 +174,18 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
             for (int e = 0; e < VX; e++) {
                 const int ii = ig + e < n0 ? ig + e : 0;
                 const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
-                t[e][0] = face(kf, ihm, vy, vz);
-                t[e][1] = face(kf, ihp, vy, vz);
-                t[e][2] = face(kf, ihjm, vx, vz);
-                t[e][3] = face(kf, ihj, vx, vz);
-                t[e][4] = face(kf, ikm, vx, vy);
-                t[e][5] = face(kf, ik, vx, vy);
-                ts[e] = tsum(t[e]);
-                vxy[e] = vx * vy;
-                cw[e] = weight(c1, ts[e] + T(0)); /* diag = ts + dg, dg = 0 */
+                const T t[6] = {face(kf, ihm, vy, vz), face(kf, ihp, vy, vz),
+                                face(kf, ihjm, vx, vz), face(kf, ihj, vx, vz),
+                                face(kf, ikm, vx, vy),  face(kf, ik, vx, vy)};
+                const T ts = tsum(t);
+#pragma unroll
+                for (int f = 0; f < 6; f++) tc(f, e) = t[f];
+                if (PASS == P_NORMS)
+                    tc(6, e) = vx * vy;
+                else if (PASS == P_SMOOTH && !DG)
+                    tc(6, e) = weight(c1, ts + T(0)); /* diag = ts + dg, dg = 0 */
+                else
+                    tc(6, e) = ts;
             }
         }
         __syncthreads();
@@ -200,14 +215,16 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
                 const T nb[6] = {e > 0 ? cur.v[e - 1] : left, e < VX - 1 ? cur.v[e + 1] : right,
                                  ym.v[e], yp.v[e], zm.v[e], zp.v[e]};
                 T diag;
-                const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t[e], ts[e], &diag);
+                const T t[6] = {tc(0, e), tc(1, e), tc(2, e), tc(3, e), tc(4, e), tc(5, e)};
+                /* diag is read only by a sweep with a mass term, where tc 6 is ts */
+                const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t, tc(6, e), &diag);
                 if (PASS == P_SMOOTH) {
-                    const T w = DG ? weight(c1, diag) : cw[e];
+                    const T w = DG ? weight(c1, diag) : tc(6, e);
                     v.v[e] = sweep_value(up, c, pv.v[e], r, w, c0);
                 } else if (PASS == P_RESID) {
                     v.v[e] = r;
                 } else if (act[e]) {
-                    const T vol = vxy[e] * vz;
+                    const T vol = tc(6, e) * vz;
                     rm = max(rm, abs_bits(r / (rhoc * vol)));
                     ws += (double)(rhoc * vol) * (double)c;
                 }
@@ -241,14 +258,18 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     }
 }
 
-template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool TSM>
 static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                              mg_norms *norms, cudaStream_t stream)
 {
+    auto kernel = mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB, TSM>;
+    const size_t dyn = TSM ? (size_t)7 * VX * BXT * BP * sizeof(T) : 0;
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
-        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>, BXT * BP, 0);
+        cudaError_t e = cudaSuccess;
+        if (dyn) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn);
+        if (e == cudaSuccess)
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, BXT * BP, dyn);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
@@ -256,18 +277,18 @@ static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
     const long long gx = (L.n[0] + BX - 1) / BX, gy = (L.n[1] + BP - 1) / BP;
     const int kchunk = heat_cuda_wchunk(gx * gy, L.n[2], blocks_per_sm);
     const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
-    mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>
-        <<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
+    kernel<<<grid, dim3(BXT, BP), dyn, stream>>>(L, F, sweep, kchunk, norms);
     return cudaGetLastError();
 }
 
 /* With or without a mass term on the diagonal (implicit steps, steady). */
-template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB>
+template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB, bool TSM = false>
 static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, mg_norms *norms,
                           cudaStream_t stream)
 {
-    if (F.dg0) return launch_dg<T, PASS, true, VX, BXT, BP, D, MINB>(L, F, sweep, norms, stream);
-    return launch_dg<T, PASS, false, VX, BXT, BP, D, MINB>(L, F, sweep, norms, stream);
+    if (F.dg0)
+        return launch_dg<T, PASS, true, VX, BXT, BP, D, MINB, TSM>(L, F, sweep, norms, stream);
+    return launch_dg<T, PASS, false, VX, BXT, BP, D, MINB, TSM>(L, F, sweep, norms, stream);
 }
 
 /* The ring's depth, the blocks per multiprocessor and the group width:
@@ -279,7 +300,12 @@ static int fine_choice(void)
     static int c = -1;
     if (c < 0) {
         const char *s = getenv("HEAT_CUDA_MG_FINE");
-        c = !s ? 0 : !strcmp(s, "8,2") ? 1 : !strcmp(s, "7,3,half") ? 2 : 0;
+        c = !s                       ? 0
+            : !strcmp(s, "8,2")      ? 1
+            : !strcmp(s, "7,3,half") ? 2
+            : !strcmp(s, "6,3,smem") ? 3
+            : !strcmp(s, "5,4,smem") ? 4
+                                     : 0;
     }
     return c;
 }
@@ -295,6 +321,10 @@ cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, 
         return launch<T, PASS, V, 32, 8, 8, 2>(L, F, sweep, norms, stream);
     case 2:
         return launch<T, PASS, V / 2, 32, 8, 7, 3>(L, F, sweep, norms, stream);
+    case 3:
+        return launch<T, PASS, V, 32, 8, 6, 3, true>(L, F, sweep, norms, stream);
+    case 4:
+        return launch<T, PASS, V, 32, 8, 5, 4, true>(L, F, sweep, norms, stream);
     default:
         return launch<T, PASS, V, 32, 8, 7, 2>(L, F, sweep, norms, stream);
     }
