@@ -28,9 +28,6 @@
  */
 #include <cuda_pipeline.h>
 
-#include <cstdlib>
-#include <cstring>
-
 #include "k_mg_impl.cuh"
 #include "stencil.cuh"
 
@@ -44,7 +41,7 @@ static __device__ __forceinline__ bool same_bits(double a, double b)
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
 
-template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool TSM>
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
 __global__ void __launch_bounds__(BXT *BP, MINB)
     mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
                    mg_norms *norms)
@@ -118,29 +115,35 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     const T *bp = L.b, *dgp = DG ? F.dg0 : nullptr; /* DG: F.dg0 not NULL */
     const T rhoc = PASS == P_NORMS ? F.rhoc[0] : T(0);
 
-    /* The conductivities of the group's nodes and their sums, for the
-     * plane z widths (vz, ikm, ik) they were made with; the sweep's weight
-     * c1 / diag where diag is their sum (no mass term: dg0 NULL); vxy: the
-     * nodes' x width times y width (the norms' volumes). The axes' tables
-     * are read again when a plane's widths differ (the z faces' planes). */
-    T treg[TSM ? 1 : 7][VX];
-    extern __shared__ __align__(16) unsigned char tsm_raw[];
-    T *const tsm = reinterpret_cast<T *>(tsm_raw);
-    /* Field f of node e: 0 .. 5 the conductivities t, 6 what the pass needs
-     * besides: the weight (a sweep, no mass term), their sum ts (a sweep
-     * with one) or x width times y width (the norms). In registers, or
-     * (TSM) in shared memory, one slot a thread, to leave registers free. */
-    auto tc = [&](int f, int e) -> T & {
-        if constexpr (TSM)
-            return tsm[(f * VX + e) * (BXT * BP) + tid];
-        else
-            return treg[f][e];
-    };
+    /* Per node e of the group, field f: 0 .. 5 the conductivities t, 6 what
+     * the pass needs besides: the sweep's weight c1 / diag where diag is
+     * their sum (no mass term: dg0 NULL), their sum ts (a sweep with one),
+     * or the x width times the y width (the norms' volumes); made for the
+     * plane z widths (cvz, cikm, cik). The axes' tables are read again when
+     * a plane's widths differ (the z faces' planes). */
+    T tc_[7][VX];
+    auto tc = [&](int f, int e) -> T & { return tc_[f][e]; };
     T cvz = 0, cikm = 0, cik = 0;
     bool have = false;
 
     unsigned long long rm = 0, um = 0, lo = ~0ull, hi = 0;
     double ws = 0, sum = 0;
+    /* The norms: the largest |r| of each node of the group since the
+     * divisor rho c V last changed (its bits), folded into rm as
+     * |r| / (rho c V) when it changes and at the end: division rounds
+     * monotonically, so this is the largest quotient, without a division
+     * per node. */
+    unsigned long long rmx[VX];
+#pragma unroll
+    for (int e = 0; e < VX; e++) rmx[e] = 0;
+    auto fold = [&]() {
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const T d = rhoc * (tc(6, e) * cvz);
+            rm = max(rm, abs_bits((T)__longlong_as_double((long long)rmx[e]) / d));
+            rmx[e] = 0;
+        }
+    };
 
     /* planes k0 - 1 .. k0 + P - 1 in flight, one copy group each */
     if (k0 < k1)
@@ -168,6 +171,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         }
         const T vz = L.v[2][k], ikm = L.ih[2][wrapm(k, n2)], ik = L.ih[2][k];
         if (!have || !same_bits(vz, cvz) || !same_bits(ikm, cikm) || !same_bits(ik, cik)) {
+            if (PASS == P_NORMS && have) fold();
             have = true, cvz = vz, cikm = ikm, cik = ik;
             const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, n1)], ihj = L.ih[1][jj];
 #pragma unroll
@@ -225,7 +229,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
                     v.v[e] = r;
                 } else if (act[e]) {
                     const T vol = tc(6, e) * vz;
-                    rm = max(rm, abs_bits(r / (rhoc * vol)));
+                    rmx[e] = max(rmx[e], abs_bits(r));
                     ws += (double)(rhoc * vol) * (double)c;
                 }
             }
@@ -241,6 +245,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         }
     }
     if (PASS == P_NORMS) {
+        if (have) fold();
         hk_block_max(rm, &norms->rmax);
         __syncthreads(); /* hk_block_max's shared slots, used again */
         hk_block_max(um, &norms->umax);
@@ -258,18 +263,15 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     }
 }
 
-template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool TSM>
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
 static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                              mg_norms *norms, cudaStream_t stream)
 {
-    auto kernel = mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB, TSM>;
-    const size_t dyn = TSM ? (size_t)7 * VX * BXT * BP * sizeof(T) : 0;
+    auto kernel = mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>;
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
-        cudaError_t e = cudaSuccess;
-        if (dyn) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn);
-        if (e == cudaSuccess)
-            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, BXT * BP, dyn);
+        const cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, BXT * BP, 0);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
@@ -277,57 +279,25 @@ static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
     const long long gx = (L.n[0] + BX - 1) / BX, gy = (L.n[1] + BP - 1) / BP;
     const int kchunk = heat_cuda_wchunk(gx * gy, L.n[2], blocks_per_sm);
     const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
-    kernel<<<grid, dim3(BXT, BP), dyn, stream>>>(L, F, sweep, kchunk, norms);
+    kernel<<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
     return cudaGetLastError();
 }
 
-/* With or without a mass term on the diagonal (implicit steps, steady). */
-template <typename T, int PASS, int VX, int BXT, int BP, int D, int MINB, bool TSM = false>
-static cudaError_t launch(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, mg_norms *norms,
-                          cudaStream_t stream)
-{
-    if (F.dg0)
-        return launch_dg<T, PASS, true, VX, BXT, BP, D, MINB, TSM>(L, F, sweep, norms, stream);
-    return launch_dg<T, PASS, false, VX, BXT, BP, D, MINB, TSM>(L, F, sweep, norms, stream);
-}
-
-/* The ring's depth, the blocks per multiprocessor and the group width:
- * HEAT_CUDA_MG_FINE = "8,2" or "7,3,half" (groups of 8 bytes) picks one of
- * those built instead of 7 planes and 2 blocks, for measuring
- * (docs/PERFORMANCE.md). */
-static int fine_choice(void)
-{
-    static int c = -1;
-    if (c < 0) {
-        const char *s = getenv("HEAT_CUDA_MG_FINE");
-        c = !s                       ? 0
-            : !strcmp(s, "8,2")      ? 1
-            : !strcmp(s, "7,3,half") ? 2
-            : !strcmp(s, "6,3,smem") ? 3
-            : !strcmp(s, "5,4,smem") ? 4
-                                     : 0;
-    }
-    return c;
-}
-
+/* Tiles of 32 x 8 threads, groups of 16 bytes where rows allow (else one
+ * value a thread), a ring of 8 planes, 2 blocks per multiprocessor (what
+ * was measured against the alternatives: docs/PERFORMANCE.md); with or
+ * without a mass term on the diagonal (implicit steps, steady). */
 template <typename T, int PASS>
 cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                                    mg_norms *norms, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
-    if (L.n[0] % V != 0) return launch<T, PASS, 1, 32, 8, 7, 2>(L, F, sweep, norms, stream);
-    switch (fine_choice()) {
-    case 1:
-        return launch<T, PASS, V, 32, 8, 8, 2>(L, F, sweep, norms, stream);
-    case 2:
-        return launch<T, PASS, V / 2, 32, 8, 7, 3>(L, F, sweep, norms, stream);
-    case 3:
-        return launch<T, PASS, V, 32, 8, 6, 3, true>(L, F, sweep, norms, stream);
-    case 4:
-        return launch<T, PASS, V, 32, 8, 5, 4, true>(L, F, sweep, norms, stream);
-    default:
-        return launch<T, PASS, V, 32, 8, 7, 2>(L, F, sweep, norms, stream);
-    }
+    const bool dg = F.dg0 != nullptr;
+    if (L.n[0] % V == 0)
+        return dg ? launch_dg<T, PASS, true, V, 32, 8, 8, 2>(L, F, sweep, norms, stream)
+                  : launch_dg<T, PASS, false, V, 32, 8, 8, 2>(L, F, sweep, norms, stream);
+    return dg ? launch_dg<T, PASS, true, 1, 32, 8, 8, 2>(L, F, sweep, norms, stream)
+              : launch_dg<T, PASS, false, 1, 32, 8, 8, 2>(L, F, sweep, norms, stream);
 }
 
 #define HEAT_MG_FINE(T, P)                                                                         \
