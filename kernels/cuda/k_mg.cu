@@ -321,11 +321,11 @@ static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F,
     if (runs > L.n[2]) runs = L.n[2];
     const int kchunk = (int)((L.n[2] + runs - 1) / runs);
     const dim3 grid(gx, gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
-    if (l0)
+    if (l0 || PASS == P_RHS || PASS == P_NORMS) /* the right-hand side and norms: level 0 only */
         mg_pass_kernel<T, true, PASS>
             <<<grid, block, 0, g->stream>>>(L, F, sweep, zero, kchunk, g->d_norms);
     else
-        mg_pass_kernel<T, false, PASS>
+        mg_pass_kernel<T, false, PASS == P_RHS || PASS == P_NORMS ? P_RESID : PASS>
             <<<grid, block, 0, g->stream>>>(L, F, sweep, zero, kchunk, g->d_norms);
     note_launch(g);
 }
