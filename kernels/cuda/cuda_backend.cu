@@ -492,11 +492,15 @@ static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error
     return HEAT_OK;
 }
 
-/* "cuda (device, kernel, k steps per pass, precision)": the run's first line. */
+/* "cuda (device, kernel, k steps per pass, precision)": the run's first line
+ * ("cuda (device, multigrid, precision)" for a multigrid solve). */
 static void describe(heat_backend *b, const cuda_state *s, const cudaDeviceProp *prop)
 {
     const heat_case *c = b->c;
-    if (s->depth > 1)
+    if (heat_case_multigrid(c)) /* no stencil kernel or fused steps run */
+        snprintf(b->description, sizeof b->description, "cuda (%s, multigrid, %s)", prop->name,
+                 heat_precision_name(c->solver.precision));
+    else if (s->depth > 1)
         snprintf(
             b->description, sizeof b->description, "cuda (%s, %s kernel, %d steps per pass%s, %s)",
             prop->name, heat_kernel_name(c->solver.kernel), s->depth,
