@@ -152,6 +152,9 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
             __pipeline_commit();
         }
 
+    /* the z widths of the next plane, read a plane ahead */
+    T vz_n = 0, ikm_n = 0, ik_n = 0;
+    if (k0 < k1) vz_n = L.v[2][k0], ikm_n = L.ih[2][wrapm(k0, n2)], ik_n = L.ih[2][k0];
     for (int k = k0; k < k1; k++) {
         /* plane k + P into the slot of plane k - 3, which no thread reads
          * since the last barrier; then wait for plane k + 1 */
@@ -169,7 +172,8 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
             if (DG) dv = vload<T, VX>(dgp + p);
             if (PASS == P_SMOOTH && up) pv = vload<T, VX>(out + p);
         }
-        const T vz = L.v[2][k], ikm = L.ih[2][wrapm(k, n2)], ik = L.ih[2][k];
+        const T vz = vz_n, ikm = ikm_n, ik = ik_n;
+        if (k + 1 < k1) vz_n = L.v[2][k + 1], ikm_n = L.ih[2][k], ik_n = L.ih[2][k + 1];
         if (!have || !same_bits(vz, cvz) || !same_bits(ikm, cikm) || !same_bits(ik, cik)) {
             if (PASS == P_NORMS && have) fold();
             have = true, cvz = vz, cikm = ikm, cik = ik;
