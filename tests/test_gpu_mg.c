@@ -175,11 +175,11 @@ static void test_steady_cycles(void **state)
     /* 3D with rows of an odd length (one node a thread on the finest
      * level), 2D with rows of a multiple of 4 (groups of 16 bytes), and 3D
      * with such rows, x periodic, and fewer rows than a tile has */
-    static const char *const shapes[3][3] = {
-        {"grid.points=[37, 29, 21]"},
-        {"grid.points=[100, 65, 1]"},
-        {"grid.points=[48, 7, 33]", "boundary.x_lo={type=\"periodic\";}",
-         "boundary.x_hi={type=\"periodic\";}"}};
+    static const char *const shapes[3][3] = {{"grid.points=[37, 29, 21]"},
+                                             {"grid.points=[100, 65, 1]"},
+                                             {"grid.points=[48, 7, 33]",
+                                              "boundary.x_lo={type=\"periodic\";}",
+                                              "boundary.x_hi={type=\"periodic\";}"}};
     for (int p = 0; p < 2; p++)
         for (int sh = 0; sh < 3; sh++) {
             test_sets s = {0};

@@ -779,8 +779,8 @@ extern "C" int heat_cuda_general(void)
 static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c)
 {
     const long long nx = c->grid.n[0], ny = c->grid.n[1];
-    return heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, nx, ny, c->grid.n[2],
-                                 nx, nx * ny, &s->d_rows, &s->h_rows, s->stream);
+    return heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, nx, ny, c->grid.n[2], nx,
+                                 nx * ny, &s->d_rows, &s->h_rows, s->stream);
 }
 
 /* history.csv's statistics: those a check step's advance brought back, or

@@ -308,8 +308,8 @@ static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F,
                         int zero)
 {
     if (l0 && !F.cls && PASS != P_RHS && !(PASS == P_SMOOTH && zero) && !g->point_l0) {
-        const cudaError_t e = heat_cuda_mg_fine_pass<T, PASS == P_RHS ? P_RESID : PASS>(
-            L, F, sweep, g->d_norms, g->stream);
+        constexpr int FP = PASS == P_RHS ? P_RESID : PASS; /* never P_RHS here */
+        const cudaError_t e = heat_cuda_mg_fine_pass<T, FP>(L, F, sweep, g->d_norms, g->stream);
         if (e != cudaSuccess && g->launch_err == cudaSuccess) g->launch_err = e;
         return;
     }

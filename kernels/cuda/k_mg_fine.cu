@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
             for (int e = 0; e < VX; e++) {
                 const int ii = ig + e < n0 ? ig + e : 0;
                 const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
-                const T t[6] = {face(kf, ihm, vy, vz), face(kf, ihp, vy, vz),
+                const T t[6] = {face(kf, ihm, vy, vz),  face(kf, ihp, vy, vz),
                                 face(kf, ihjm, vx, vz), face(kf, ihj, vx, vz),
                                 face(kf, ikm, vx, vy),  face(kf, ik, vx, vy)};
                 const T ts = tsum(t);
@@ -220,8 +220,12 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
 #pragma unroll
             for (int e = 0; e < VX; e++) {
                 const T c = cur.v[e];
-                const T nb[6] = {e > 0 ? cur.v[e - 1] : left, e < VX - 1 ? cur.v[e + 1] : right,
-                                 ym.v[e], yp.v[e], zm.v[e], zp.v[e]};
+                const T nb[6] = {e > 0 ? cur.v[e - 1] : left,
+                                 e < VX - 1 ? cur.v[e + 1] : right,
+                                 ym.v[e],
+                                 yp.v[e],
+                                 zm.v[e],
+                                 zp.v[e]};
                 T diag;
                 const T t[6] = {tc(0, e), tc(1, e), tc(2, e), tc(3, e), tc(4, e), tc(5, e)};
                 /* diag is read only by a sweep with a mass term, where tc 6 is ts */
@@ -305,7 +309,7 @@ cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, 
 }
 
 #define HEAT_MG_FINE(T, P)                                                                         \
-    template cudaError_t heat_cuda_mg_fine_pass<T, P>(const mgd_level<T> &, const mgd_fine<T> &,  \
+    template cudaError_t heat_cuda_mg_fine_pass<T, P>(const mgd_level<T> &, const mgd_fine<T> &,   \
                                                       int, mg_norms *, cudaStream_t);
 HEAT_MG_FINE(float, P_SMOOTH)
 HEAT_MG_FINE(float, P_RESID)

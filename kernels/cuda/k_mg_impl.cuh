@@ -60,9 +60,8 @@ static __device__ __forceinline__ float resid_ts(float b, float dg, float c, con
 {
     return heat_mg_resid_ts_f(b, dg, c, nb, t, ts, diag);
 }
-static __device__ __forceinline__ double resid_ts(double b, double dg, double c,
-                                                  const double nb[6], const double t[6], double ts,
-                                                  double *diag)
+static __device__ __forceinline__ double resid_ts(double b, double dg, double c, const double nb[6],
+                                                  const double t[6], double ts, double *diag)
 {
     return heat_mg_resid_ts_d(b, dg, c, nb, t, ts, diag);
 }
