@@ -160,20 +160,7 @@ __global__ void __launch_bounds__(256)
     }
     if (PASS == P_RHS) hk_block_max(bm, &norms->bmax);
     if (PASS == P_NORMS) {
-        hk_block_max(rm, &norms->rmax);
-        __syncthreads(); /* hk_block_max's shared slots, used again */
-        hk_block_max(um, &norms->umax);
-        for (int o = 16; o > 0; o >>= 1) {
-            ws += __shfl_xor_sync(0xffffffffu, ws, o);
-            sum += __shfl_xor_sync(0xffffffffu, sum, o);
-            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-        }
-        if ((threadIdx.x & 31) == 0) {
-            if (ws != 0) atomicAdd(&norms->wsum, ws);
-            if (sum != 0) atomicAdd(&norms->sum, sum);
-            if (in) atomicMin(&norms->lo, lo), atomicMax(&norms->hi, hi);
-        }
+        mg_norms_flush(norms, rm, um, ws, sum, lo, hi);
     }
 }
 
@@ -184,84 +171,56 @@ __global__ void __launch_bounds__(256)
  * cpu_mg.inc's order (w = wz (wy wx), zero weights skipped, summed z, y, x).
  * Blocks of 32 x 8 columns. */
 
-/* b of level l + 1 = R r, r in level l's x1: one thread per coarse column. */
-template <typename T>
+/* A transfer between level F and the next coarser level C: the
+ * restriction (TAPS = 3) writes C's b = R r from F's x1 through C's tables
+ * (wr, pr), the prolongation (TAPS = 2) adds P e to F's x0 from C's x0
+ * through F's tables (wp, pp); one thread per column of the level written. */
+template <typename T, int TAPS>
 __global__ void __launch_bounds__(256)
-    mg_restrict_kernel(const mgd_level<T> F, const mgd_level<T> C, int kchunk)
+    mg_transfer_kernel(const mgd_level<T> F, const mgd_level<T> C, int kchunk)
 {
+    static_assert(TAPS == 2 || TAPS == 3, "prolongation or restriction");
+    constexpr bool RESTRICT = TAPS == 3;
+    const mgd_level<T> &W = RESTRICT ? C : F; /* written */
+    const mgd_level<T> &S = RESTRICT ? F : C; /* read */
+    const T *const *wt = RESTRICT ? C.wr : F.wp;
+    const int *const *pt = RESTRICT ? C.pr : F.pp;
+    const T *src = RESTRICT ? F.x1 : C.x0;
     const int i = blockIdx.x * 32 + threadIdx.x, j = blockIdx.y * 8 + threadIdx.y;
-    if (i >= C.n[0] || j >= C.n[1]) return;
-    const bool held_xy = (i == 0 && C.held[0][0]) || (i == C.n[0] - 1 && C.held[0][1]) ||
-                         (j == 0 && C.held[1][0]) || (j == C.n[1] - 1 && C.held[1][1]);
+    if (i >= W.n[0] || j >= W.n[1]) return;
+    const bool held_xy = (i == 0 && W.held[0][0]) || (i == W.n[0] - 1 && W.held[0][1]) ||
+                         (j == 0 && W.held[1][0]) || (j == W.n[1] - 1 && W.held[1][1]);
     if (held_xy) return;
-    T wxy[9];
-    long long oxy[9];
+    T wxy[TAPS * TAPS];
+    long long oxy[TAPS * TAPS];
 #pragma unroll
-    for (int ty = 0; ty < 3; ty++)
+    for (int ty = 0; ty < TAPS; ty++)
 #pragma unroll
-        for (int tx = 0; tx < 3; tx++) {
-            wxy[3 * ty + tx] = C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx];
-            oxy[3 * ty + tx] = (long long)C.pr[1][3 * j + ty] * F.n[0] + C.pr[0][3 * i + tx];
+        for (int tx = 0; tx < TAPS; tx++) {
+            wxy[TAPS * ty + tx] = wt[1][TAPS * j + ty] * wt[0][TAPS * i + tx];
+            oxy[TAPS * ty + tx] = (long long)pt[1][TAPS * j + ty] * S.n[0] + pt[0][TAPS * i + tx];
         }
-    const T *r = F.x1;
-    const long long fsz = (long long)F.n[0] * F.n[1];
-    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, C.n[2]);
+    const long long ssz = (long long)S.n[0] * S.n[1];
+    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, W.n[2]);
     for (int k = k0; k < k1; k++) {
-        if ((k == 0 && C.held[2][0]) || (k == C.n[2] - 1 && C.held[2][1])) continue;
+        if ((k == 0 && W.held[2][0]) || (k == W.n[2] - 1 && W.held[2][1])) continue;
         T s = 0;
 #pragma unroll
-        for (int tz = 0; tz < 3; tz++) {
-            const T wz = C.wr[2][3 * k + tz];
-            const T *pl = r + C.pr[2][3 * k + tz] * fsz;
+        for (int tz = 0; tz < TAPS; tz++) {
+            const T wz = wt[2][TAPS * k + tz];
+            const T *pl = src + pt[2][TAPS * k + tz] * ssz;
 #pragma unroll
-            for (int t = 0; t < 9; t++) {
+            for (int t = 0; t < TAPS * TAPS; t++) {
                 const T w = wz * wxy[t];
                 if (w == T(0)) continue;
                 s = s + w * pl[oxy[t]];
             }
         }
-        C.b[((long long)k * C.n[1] + j) * C.n[0] + i] = s;
-    }
-}
-
-/* x of level l += P x of level l + 1: one thread per fine column. */
-template <typename T>
-__global__ void __launch_bounds__(256)
-    mg_prolong_kernel(const mgd_level<T> F, const mgd_level<T> C, int kchunk)
-{
-    const int i = blockIdx.x * 32 + threadIdx.x, j = blockIdx.y * 8 + threadIdx.y;
-    if (i >= F.n[0] || j >= F.n[1]) return;
-    const bool held_xy = (i == 0 && F.held[0][0]) || (i == F.n[0] - 1 && F.held[0][1]) ||
-                         (j == 0 && F.held[1][0]) || (j == F.n[1] - 1 && F.held[1][1]);
-    if (held_xy) return;
-    T wxy[4];
-    long long oxy[4];
-#pragma unroll
-    for (int cy = 0; cy < 2; cy++)
-#pragma unroll
-        for (int cx = 0; cx < 2; cx++) {
-            wxy[2 * cy + cx] = F.wp[1][2 * j + cy] * F.wp[0][2 * i + cx];
-            oxy[2 * cy + cx] = (long long)F.pp[1][2 * j + cy] * C.n[0] + F.pp[0][2 * i + cx];
-        }
-    const T *e = C.x0;
-    const long long csz = (long long)C.n[0] * C.n[1];
-    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, F.n[2]);
-    for (int k = k0; k < k1; k++) {
-        if ((k == 0 && F.held[2][0]) || (k == F.n[2] - 1 && F.held[2][1])) continue;
-        T s = 0;
-#pragma unroll
-        for (int cz = 0; cz < 2; cz++) {
-            const T wz = F.wp[2][2 * k + cz];
-            const T *pl = e + F.pp[2][2 * k + cz] * csz;
-#pragma unroll
-            for (int t = 0; t < 4; t++) {
-                const T w = wz * wxy[t];
-                if (w == T(0)) continue;
-                s = s + w * pl[oxy[t]];
-            }
-        }
-        const long long p = ((long long)k * F.n[1] + j) * F.n[0] + i;
-        F.x0[p] = F.x0[p] + s;
+        const long long p = ((long long)k * W.n[1] + j) * W.n[0] + i;
+        if (RESTRICT)
+            C.b[p] = s;
+        else
+            F.x0[p] = F.x0[p] + s;
     }
 }
 
@@ -379,7 +338,7 @@ template <typename T> static void k_restrict(cuda_mg *g, int l)
     launch_pass<T, P_RESID>(g, L[l], fine_of<T>(g), l == 0, 0, 0);
     int kc = 1;
     const dim3 grid = column_grid(g->m->lv[l + 1].n, g->sms, &kc);
-    mg_restrict_kernel<T><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
+    mg_transfer_kernel<T, 3><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
     note_launch(g);
 }
 
@@ -400,7 +359,7 @@ template <typename T> static void k_prolong(cuda_mg *g, int l)
     mgd_level<T> *L = levels_of<T>(g);
     int kc = 1;
     const dim3 grid = column_grid(g->m->lv[l].n, g->sms, &kc);
-    mg_prolong_kernel<T><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
+    mg_transfer_kernel<T, 2><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
     note_launch(g);
 }
 

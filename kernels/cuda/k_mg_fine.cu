@@ -254,20 +254,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     }
     if (PASS == P_NORMS) {
         if (have) fold();
-        hk_block_max(rm, &norms->rmax);
-        __syncthreads(); /* hk_block_max's shared slots, used again */
-        hk_block_max(um, &norms->umax);
-        for (int o = 16; o > 0; o >>= 1) {
-            ws += __shfl_xor_sync(0xffffffffu, ws, o);
-            sum += __shfl_xor_sync(0xffffffffu, sum, o);
-            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-        }
-        if ((tid & 31) == 0) {
-            if (ws != 0) atomicAdd(&norms->wsum, ws);
-            if (sum != 0) atomicAdd(&norms->sum, sum);
-            if (lo != ~0ull) atomicMin(&norms->lo, lo), atomicMax(&norms->hi, hi);
-        }
+        mg_norms_flush(norms, rm, um, ws, sum, lo, hi);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda_mg.h"
+#include "stencil.cuh"
 
 extern "C" {
 #include "mg.h"
@@ -158,6 +159,30 @@ struct mg_norms {
     unsigned long long lo, hi;
     double sum;
 };
+
+/* The end of a norms pass: the block's largest |r| and |u| and, from each
+ * warp's lane 0, the sums and the field's extremes, into `norms` (every
+ * thread of the block calls it). lo stays ~0 where a warp saw no node. */
+static __device__ __forceinline__ void mg_norms_flush(mg_norms *norms, unsigned long long rm,
+                                                      unsigned long long um, double ws, double sum,
+                                                      unsigned long long lo, unsigned long long hi)
+{
+    hk_block_max(rm, &norms->rmax);
+    __syncthreads(); /* hk_block_max's shared slots, used again */
+    hk_block_max(um, &norms->umax);
+    for (int o = 16; o > 0; o >>= 1) {
+        ws += __shfl_xor_sync(0xffffffffu, ws, o);
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+        hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+    }
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    if ((tid & 31) == 0) {
+        if (ws != 0) atomicAdd(&norms->wsum, ws);
+        if (sum != 0) atomicAdd(&norms->sum, sum);
+        if (lo != ~0ull) atomicMin(&norms->lo, lo), atomicMax(&norms->hi, hi);
+    }
+}
 
 /* ---- the state ------------------------------------------------------------------------- */
 
