@@ -631,14 +631,62 @@ void heat_mg_free(heat_mg *m)
     free(m);
 }
 
-double heat_mg_bytes(const heat_mg *m, int vs)
+/* The bytes of a hierarchy of `levels` levels of points[l] nodes (points[0]
+ * the finest), with or without a right-hand side on the finest level and a
+ * mass term (D) on every level, and nc unknowns solved directly. */
+static double hierarchy_bytes(const int64_t *points, int levels, int implicit, int has_b0,
+                              int has_dg, int64_t nc, int vs)
 {
-    const double fine = (double)m->lv[0].points;
     /* The finest level: b (implicit: the step's right-hand side, the kept
      * field and the sources apart; steady: the sources), D. */
-    double values = (m->implicit ? 2.0 : 0.0) + (m->b0 ? 1.0 : 0.0) + (m->dg0 ? 1.0 : 0.0);
-    values *= fine;
-    for (int l = 1; l < m->levels; l++)
-        values += (double)m->lv[l].points * (6.0 + (m->lv[l].dg ? 1.0 : 0.0));
-    return values * vs + (double)m->nc * (double)m->nc * vs;
+    double values = (implicit ? 2.0 : 0.0) + (has_b0 ? 1.0 : 0.0) + (has_dg ? 1.0 : 0.0);
+    values *= (double)points[0];
+    for (int l = 1; l < levels; l++) values += (double)points[l] * (6.0 + (has_dg ? 1.0 : 0.0));
+    return values * vs + (double)nc * (double)nc * vs;
+}
+
+double heat_mg_bytes(const heat_mg *m, int vs)
+{
+    int64_t points[HEAT_MG_LEVELS_MAX];
+    for (int l = 0; l < m->levels; l++) points[l] = m->lv[l].points;
+    return hierarchy_bytes(points, m->levels, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->nc,
+                           vs);
+}
+
+int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err)
+{
+    heat_mg *m = calloc(1, sizeof *m);
+    if (!m) return oom(m, err);
+    int64_t points[HEAT_MG_LEVELS_MAX];
+    double h[3];
+    m->levels = 1;
+    m->lv[0].points = 1;
+    for (int d = 0; d < 3; d++) {
+        if (fine_axis(c, d, &m->lv[0].ax[d])) return oom(m, err);
+        m->lv[0].n[d] = m->lv[0].ax[d].n, m->lv[0].points *= m->lv[0].n[d];
+        h[d] = d < c->grid.dims ? c->d.h[d] : 1.0;
+    }
+    points[0] = m->lv[0].points;
+    /* the levels as heat_mg_build adds them, axes only */
+    for (int l = 0; unknowns(&m->lv[l]) > HEAT_MG_DIRECT_MAX && l + 1 < HEAT_MG_LEVELS_MAX; l++) {
+        int coarsen[3];
+        if (!choose_axes(m, l, h, coarsen)) break;
+        heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
+        C->points = 1;
+        for (int d = 0; d < 3; d++) {
+            if (coarsen_axis(&F->ax[d], &C->ax[d], coarsen[d], h[d])) return oom(m, err);
+            C->n[d] = C->ax[d].n, C->points *= C->n[d];
+        }
+        points[l + 1] = C->points;
+        m->levels = l + 2;
+    }
+    int need_b, need_d;
+    fine_needs(c, NULL, &need_b, &need_d);
+    if (c->d.general && c->sources.count > 0) need_b = 1; /* their power: not known here */
+    *levels = m->levels;
+    *bytes =
+        hierarchy_bytes(points, m->levels, heat_case_implicit(c), need_b, need_d,
+                        unknowns(&m->lv[m->levels - 1]), c->solver.precision == HEAT_FLOAT ? 4 : 8);
+    heat_mg_free(m);
+    return HEAT_OK;
 }
