@@ -334,8 +334,7 @@ int heat_cmd_check(const heat_cli_args *a)
         fprintf(stderr,
                 "heat: invalid deck:\n%s runs in one process in this version: %s, or use the "
                 "explicit method\n",
-                heat_case_steady_multigrid(&c) ? "steady.method = \"multigrid\""
-                                               : "an implicit time.scheme (multigrid)",
+                heat_case_multigrid_words(&c),
                 a->ranks > 0 ? "check it without --ranks (or with --ranks 1)"
                              : "start it without mpirun (or with -np 1)");
         return 2;
