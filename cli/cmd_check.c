@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "initial.h"
 #include "materials.h"
+#include "mg.h"
 #include "output.h"
 #include "parallel.h"
 
@@ -116,6 +117,12 @@ static void print_run(const heat_case *c)
         printf("boundary %s    %s\n", heat_face_name(f), bc);
     }
     printf("initial         %s\n", heat_init_type_name(c->initial.type));
+    if (heat_case_multigrid(c)) { /* no stencil kernel or fused steps run */
+        printf("solver          backend %s, precision %s, multigrid (solver.kernel and "
+               "solver.temporal_block do not apply)\n",
+               heat_backend_kind_name(c->solver.backend), heat_precision_name(c->solver.precision));
+        return;
+    }
     char fusion[160];
     temporal_block_text(c, fusion, sizeof fusion);
     printf("solver          backend %s, precision %s, kernel %s, temporal_block %d%s\n",
@@ -128,9 +135,23 @@ static void print_output(const heat_case *c)
 {
     const double field = (double)c->d.points * (double)heat_case_value_size(c);
     char b1[32], b2[32], b3[32];
-    heat_cli_human_bytes(b1, sizeof b1, 2 * field);
-    printf("memory          %s on the device (two time levels of %s values)\n", b1,
-           heat_precision_name(c->solver.precision));
+    int levels = 0;
+    double mg = 0;
+    heat_error err;
+    if (heat_case_multigrid(c) && heat_mg_plan(c, &levels, &mg, &err) == HEAT_OK) {
+        /* the classes of a case with materials: a byte a node */
+        const double total = 2 * field + mg + (c->d.general ? (double)c->d.points : 0.0);
+        heat_cli_human_bytes(b1, sizeof b1, total);
+        heat_cli_human_bytes(b2, sizeof b2, mg);
+        printf("memory          %s on the device (two time levels of %s values, and %s for the "
+               "%d multigrid levels' arrays%s)\n",
+               b1, heat_precision_name(c->solver.precision), b2, levels,
+               c->d.general ? " and the material classes" : "");
+    } else {
+        heat_cli_human_bytes(b1, sizeof b1, 2 * field);
+        printf("memory          %s on the device (two time levels of %s values)\n", b1,
+               heat_precision_name(c->solver.precision));
+    }
     heat_cli_human_bytes(b1, sizeof b1, field);
     if (c->d.stop_step >= 0) {
         int64_t snaps = 1 + (c->output.every > 0 ? c->d.stop_step / c->output.every : 0);
@@ -275,6 +296,10 @@ static int split_ranks(const heat_case *c, int ranks_opt)
 /* The split over n ranks (known to fit). */
 static void print_split(const heat_case *c, int n, const int ranks[3])
 {
+    if (n == 1 && heat_case_multigrid(c)) {
+        printf("split           one process (multigrid runs in one process in this version)\n");
+        return;
+    }
     if (n == 1) {
         printf("split           one process (under mpirun -np N the grid is split over N ranks; "
                "heat check --ranks N shows how)\n");
@@ -305,6 +330,15 @@ int heat_cmd_check(const heat_cli_args *a)
     /* A split that does not fit the grid is a deck error too. */
     const int n = split_ranks(&c, a->ranks);
     int ranks[3] = {1, 1, 1};
+    if (n > 1 && heat_case_multigrid(&c)) { /* as heat run refuses it */
+        fprintf(stderr,
+                "heat: invalid deck:\n%s runs in one process in this version: %s, or use the "
+                "explicit method\n",
+                heat_case_multigrid_words(&c),
+                a->ranks > 0 ? "check it without --ranks (or with --ranks 1)"
+                             : "start it without mpirun (or with -np 1)");
+        return 2;
+    }
     if (n > 1 && heat_decomp_split(&c, n, ranks, &err)) {
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;

@@ -328,6 +328,14 @@ static inline int heat_case_multigrid(const heat_case *c)
     return heat_case_steady_multigrid(c) || heat_case_implicit(c);
 }
 
+/* The deck's words for what makes a multigrid run, for messages:
+ * steady.method = "multigrid" or an implicit time.scheme (multigrid). */
+static inline const char *heat_case_multigrid_words(const heat_case *c)
+{
+    return heat_case_steady_multigrid(c) ? "steady.method = \"multigrid\""
+                                         : "an implicit time.scheme (multigrid)";
+}
+
 /* The default solver.implicit_tolerance of a precision: 1e-10 in double,
  * 1e-5 in float. */
 double heat_case_default_implicit_tolerance(heat_precision p);

@@ -159,6 +159,12 @@ void heat_mg_free(heat_mg *m);
  * finest level's two fields excluded): for memory checks and notices. */
 double heat_mg_bytes(const heat_mg *m, int vs);
 
+/* The hierarchy heat_mg_build would make for c, from its axes alone (no
+ * per-node array, so cheap for any grid): its levels and its bytes as
+ * heat_mg_bytes counts them (sources counted as present when the case has
+ * any); what `heat check` says. */
+int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err);
+
 /* ---- the cycle: kernels a backend runs, in this order ---------------------- */
 
 /* A backend's level kernels. Level 0 is the field itself (x[0] the field, x[1]

@@ -366,23 +366,33 @@ static void coarse_node(heat_mg *m, int l, const int64_t ix[3])
     C->dg[p] = s;
 }
 
-/* Level l + 1 below level l; 0, 1 when level l cannot coarsen, -1 when out
- * of memory. */
-static int add_level(heat_mg *m, int l, const double h[3])
+/* The axes and sizes of level l + 1 below level l, which becomes the last;
+ * 0, 1 when level l cannot coarsen, -1 when out of memory. */
+static int add_level_axes(heat_mg *m, int l, const double h[3])
 {
     int coarsen[3];
     if (!choose_axes(m, l, h, coarsen)) return 1;
     heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
-    for (int d = 0; d < 3; d++)
-        if (coarsen_axis(&F->ax[d], &C->ax[d], coarsen[d], h[d])) return -1;
     C->points = 1;
-    for (int d = 0; d < 3; d++) C->n[d] = C->ax[d].n, C->points *= C->n[d];
+    for (int d = 0; d < 3; d++) {
+        if (coarsen_axis(&F->ax[d], &C->ax[d], coarsen[d], h[d])) return -1;
+        C->n[d] = C->ax[d].n, C->points *= C->n[d];
+    }
+    m->levels = l + 2;
+    return 0;
+}
+
+/* Level l + 1 below level l, its axes and coefficients; as add_level_axes. */
+static int add_level(heat_mg *m, int l, const double h[3])
+{
+    const int rc = add_level_axes(m, l, h);
+    if (rc) return rc;
+    heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
     for (int d = 0; d < 3; d++)
         if (!(C->t[d] = malloc(sizeof *C->t[d] * (size_t)C->points))) return -1;
     if ((l == 0 ? m->dg0 != NULL : F->dg != NULL) &&
         !(C->dg = malloc(sizeof *C->dg * (size_t)C->points)))
         return -1;
-    m->levels = l + 2;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t z = 0; z < C->n[2]; z++)
         for (int64_t y = 0; y < C->n[1]; y++)
@@ -390,6 +400,21 @@ static int add_level(heat_mg *m, int l, const double h[3])
                 const int64_t ix[3] = {x, y, z};
                 coarse_node(m, l, ix);
             }
+    return 0;
+}
+
+/* The finest level's axes and sizes (the only level), and the grid's
+ * spacings (1 on an unused axis); -1 when out of memory. */
+static int fine_level(heat_mg *m, const heat_case *c, double h[3])
+{
+    heat_mg_level *L = &m->lv[0];
+    m->levels = 1;
+    L->points = 1;
+    for (int d = 0; d < 3; d++) {
+        if (fine_axis(c, d, &L->ax[d])) return -1;
+        L->n[d] = L->ax[d].n, L->points *= L->n[d];
+        h[d] = d < c->grid.dims ? c->d.h[d] : 1.0;
+    }
     return 0;
 }
 
@@ -559,16 +584,8 @@ int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, 
     m->tolerance = c->solver.implicit_tolerance;
     m->diag_scale = (m->implicit ? 1.0 / m->dt : 0.0) + m->theta / c->d.dt_max;
     m->cls = c->d.general ? cls : NULL;
-    if (fine_tables(m, c, k)) return oom(m, err);
-    heat_mg_level *L = &m->lv[0];
-    m->levels = 1;
-    L->points = 1;
     double h[3];
-    for (int d = 0; d < 3; d++) {
-        if (fine_axis(c, d, &L->ax[d])) return oom(m, err);
-        L->n[d] = L->ax[d].n, L->points *= L->n[d];
-        h[d] = d < c->grid.dims ? c->d.h[d] : 1.0;
-    }
+    if (fine_tables(m, c, k) || fine_level(m, c, h)) return oom(m, err);
     double net, mag;
     if (fine_terms(m, c, k, 1, &net, &mag)) return oom(m, err);
     if (m->singular && check_balance(net, mag, err)) {
@@ -598,12 +615,8 @@ int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coe
     if (!m) return oom(m, err);
     m->theta = 1.0;
     m->cls = c->d.general ? cls : NULL;
-    if (fine_tables(m, c, k)) return oom(m, err);
-    m->lv[0].points = 1;
-    for (int d = 0; d < 3; d++) {
-        if (fine_axis(c, d, &m->lv[0].ax[d])) return oom(m, err);
-        m->lv[0].n[d] = m->lv[0].ax[d].n, m->lv[0].points *= m->lv[0].n[d];
-    }
+    double h[3];
+    if (fine_tables(m, c, k) || fine_level(m, c, h)) return oom(m, err);
     double net, mag;
     fine_terms(m, c, k, 0, &net, &mag);
     heat_mg_free(m);
@@ -631,14 +644,45 @@ void heat_mg_free(heat_mg *m)
     free(m);
 }
 
-double heat_mg_bytes(const heat_mg *m, int vs)
+/* The bytes of m's levels with or without a right-hand side on the finest
+ * level and a mass term (D) on every level, and nc unknowns solved
+ * directly (the finest level's two fields excluded). */
+static double hierarchy_bytes(const heat_mg *m, int implicit, int has_b0, int has_dg, int64_t nc,
+                              int vs)
 {
-    const double fine = (double)m->lv[0].points;
     /* The finest level: b (implicit: the step's right-hand side, the kept
      * field and the sources apart; steady: the sources), D. */
-    double values = (m->implicit ? 2.0 : 0.0) + (m->b0 ? 1.0 : 0.0) + (m->dg0 ? 1.0 : 0.0);
-    values *= fine;
+    double values = (implicit ? 2.0 : 0.0) + (has_b0 ? 1.0 : 0.0) + (has_dg ? 1.0 : 0.0);
+    values *= (double)m->lv[0].points;
     for (int l = 1; l < m->levels; l++)
-        values += (double)m->lv[l].points * (6.0 + (m->lv[l].dg ? 1.0 : 0.0));
-    return values * vs + (double)m->nc * (double)m->nc * vs;
+        values += (double)m->lv[l].points * (6.0 + (has_dg ? 1.0 : 0.0));
+    return values * vs + (double)nc * (double)nc * vs;
+}
+
+double heat_mg_bytes(const heat_mg *m, int vs)
+{
+    return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->nc, vs);
+}
+
+int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err)
+{
+    heat_mg *m = calloc(1, sizeof *m);
+    if (!m) return oom(m, err);
+    double h[3];
+    if (fine_level(m, c, h)) return oom(m, err);
+    /* the levels as heat_mg_build adds them, axes only */
+    for (int l = 0; unknowns(&m->lv[l]) > HEAT_MG_DIRECT_MAX && l + 1 < HEAT_MG_LEVELS_MAX; l++) {
+        const int rc = add_level_axes(m, l, h);
+        if (rc < 0) return oom(m, err);
+        if (rc > 0) break;
+    }
+    int need_b, need_d;
+    fine_needs(c, NULL, &need_b, &need_d);
+    if (c->d.general && c->sources.count > 0) need_b = 1; /* their power: not known here */
+    *levels = m->levels;
+    *bytes =
+        hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d, unknowns(&m->lv[m->levels - 1]),
+                        c->solver.precision == HEAT_FLOAT ? 4 : 8);
+    heat_mg_free(m);
+    return HEAT_OK;
 }

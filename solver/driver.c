@@ -152,9 +152,7 @@ static int setup_multigrid(run_state *s, heat_error *err)
         return heat_error_set(err, HEAT_EINPUT,
                               "%s runs in one process in this version: start it without mpirun "
                               "(or with -np 1), or use the explicit method",
-                              heat_case_steady_multigrid(s->c)
-                                  ? "steady.method = \"multigrid\""
-                                  : "an implicit time.scheme (multigrid)");
+                              heat_case_multigrid_words(s->c));
     return heat_backend_mg_setup(s->b, err);
 }
 

@@ -192,6 +192,33 @@ static void test_check_prints_derived_numbers(void **state)
     assert_false(exists_in(dir, "res"));
 }
 
+/* A multigrid deck: heat check names multigrid instead of the explicit
+ * kernel, counts the levels' memory, and refuses a split over ranks as
+ * heat run does (exit 2, nothing written). */
+static void test_check_multigrid(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "check_mg");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-6; method=\"multigrid\";}",
+         NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "multigrid (solver.kernel and solver.temporal_block do not apply)");
+    EXPECT_OUT(&r, "multigrid levels' arrays");
+    EXPECT_OUT(&r, "split           one process (multigrid runs in one process in this version)");
+    assert_null(strstr(r.out, "temporal_block 1"));
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-6; method=\"multigrid\";}",
+         "--ranks", "2", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "steady.method = \"multigrid\" runs in one process in this version");
+    EXPECT_ERR(&r, "without --ranks");
+    result_free(&r);
+    assert_false(exists_in(dir, "res"));
+}
+
 static void test_check_default_deck(void **state)
 {
     (void)state;
@@ -770,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_no_arguments),
         cmocka_unit_test(test_unknown_command_and_options),
         cmocka_unit_test(test_check_prints_derived_numbers),
+        cmocka_unit_test(test_check_multigrid),
         cmocka_unit_test(test_check_default_deck),
         cmocka_unit_test(test_check_invalid_deck),
         cmocka_unit_test(test_bad_deck_reports_every_problem),

@@ -23,6 +23,8 @@
 #include "driver.h"
 #include "heat_case.h"
 #include "initial.h"
+#include "materials.h"
+#include "mg.h"
 #include "test_util.h"
 
 /* ---- cases and runs --------------------------------------------------------------- */
@@ -547,6 +549,65 @@ static void expect_refused(const char *deck, const char *set, const char *needle
     test_expect_in("error", err.msg, needle);
 }
 
+/* heat_mg_plan (what `heat check` reports) gives the levels and bytes of
+ * the hierarchy heat_mg_build makes: steady and implicit, 2D and 3D, odd,
+ * even and periodic axes, a right-hand side from a Neumann gradient, and
+ * materials with a source. */
+static void test_plan_matches_build(void **state)
+{
+    (void)state;
+    static const char *const sets[][4] = {
+        {"grid.points=[37, 37, 37]"},
+        {"grid.points=[64, 33, 20]", "boundary.y_lo={type=\"neumann\"; gradient=0.5;}"},
+        {"grid.points=[100, 65, 1]", "solver.precision=\"float\""},
+        {"grid.points=[41, 30, 17]", "steady={tolerance=1e-6; method=\"explicit\";}",
+         "time={scheme=\"backward_euler\"; dt=0.01; max_steps=2;}"},
+    };
+    for (int i = 0; i < 5; i++) {
+        heat_case c;
+        test_sets s = {0};
+        if (i < 4) {
+            for (int j = 0; j < 4 && sets[i][j]; j++) test_sets_add(&s, "%s", sets[i][j]);
+            load(&c, linear_deck, &s);
+        } else {
+            char deck[8192];
+            snprintf(deck, sizeof deck, "%s%s", faces_deck, face_sets[0][1]);
+            test_sets_add(&s, "steady.method=\"multigrid\"");
+            test_sets_add(&s, "grid.points=[17, 13, 9]");
+            /* faces that put no heat in: the source alone makes b0 */
+            test_sets_add(&s, "boundary.x_hi={type=\"dirichlet\"; value=0.0;}");
+            test_sets_add(&s, "boundary.y_lo={type=\"neumann\";}");
+            test_sets_add(&s, "boundary.y_hi={type=\"neumann\";}");
+            load(&c, deck, &s);
+        }
+        uint8_t *cls = NULL;
+        heat_classes t;
+        heat_coeffs k;
+        heat_error err;
+        memset(&t, 0, sizeof t);
+        memset(&k, 0, sizeof k);
+        if (c.d.general) {
+            cls = malloc((size_t)c.d.points);
+            assert_non_null(cls);
+            const int64_t lo[3] = {0, 0, 0};
+            assert_int_equal(heat_materials_paint(&c, lo, c.grid.n, cls, &t, NULL, &err), HEAT_OK);
+            assert_int_equal(heat_case_coeffs(&c, &t, &k, &err), HEAT_OK);
+        }
+        heat_mg *m = NULL;
+        if (heat_mg_build(&c, cls, c.d.general ? &k : NULL, &m, &err)) fail_msg("%s", err.msg);
+        int levels = 0;
+        double bytes = 0;
+        assert_int_equal(heat_mg_plan(&c, &levels, &bytes, &err), HEAT_OK);
+        const double built = heat_mg_bytes(m, heat_case_value_size(&c));
+        if (levels != m->levels || bytes != built)
+            fail_msg("case %d: plan %d levels, %.0f bytes; build %d levels, %.0f bytes", i, levels,
+                     bytes, m->levels, built);
+        heat_mg_free(m);
+        if (c.d.general) heat_coeffs_free(&k);
+        free(cls);
+    }
+}
+
 static void test_deck_keys(void **state)
 {
     (void)state;
@@ -583,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_tolerance_of_rhs),
         cmocka_unit_test(test_implicit_restart),
         cmocka_unit_test(test_float_floor),
+        cmocka_unit_test(test_plan_matches_build),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,8 @@
  * - the face conductivities of a node depend on its column's x and y and on
  *   the plane's z widths only: a thread keeps its columns' six and their
  *   sum, and works them out again only when the plane's z widths change
- *   (the planes of a face), so a node costs its residual and its division.
+ *   (the planes of a face), so a node costs its residual and its update;
+ *   the z widths of the next plane are read a plane ahead.
  *
  * Values and order are mg_pass_kernel's (k_mg.cu) and the CPU's
  * (cpu/cpu_mg.inc): the operator is kernels/mg_point.inc, the kept sum of
