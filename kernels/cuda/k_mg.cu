@@ -266,11 +266,13 @@ template <typename T, int PASS>
 static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F, bool l0, int sweep,
                         int zero)
 {
-    if (l0 && !F.cls && PASS != P_RHS && !(PASS == P_SMOOTH && zero) && !g->point_l0) {
-        constexpr int FP = PASS == P_RHS ? P_RESID : PASS; /* never P_RHS here */
-        const cudaError_t e = heat_cuda_mg_fine_pass<T, FP>(L, F, sweep, g->d_norms, g->stream);
-        if (e != cudaSuccess && g->launch_err == cudaSuccess) g->launch_err = e;
-        return;
+    if constexpr (PASS != P_RHS) {
+        if (l0 && !F.cls && !(PASS == P_SMOOTH && zero) && !g->point_l0) {
+            const cudaError_t e =
+                heat_cuda_mg_fine_pass<T, PASS>(L, F, sweep, g->d_norms, g->stream);
+            if (e != cudaSuccess && g->launch_err == cudaSuccess) g->launch_err = e;
+            return;
+        }
     }
     const dim3 block(32, 8, 1);
     const unsigned gx = (unsigned)((L.n[0] + 31) / 32), gy = (unsigned)((L.n[1] + 7) / 8);
@@ -280,11 +282,15 @@ static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F,
     if (runs > L.n[2]) runs = L.n[2];
     const int kchunk = (int)((L.n[2] + runs - 1) / runs);
     const dim3 grid(gx, gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
-    if (l0 || PASS == P_RHS || PASS == P_NORMS) /* the right-hand side and norms: level 0 only */
+    /* the right-hand side and the norms run on level 0 only */
+    if constexpr (PASS == P_RHS || PASS == P_NORMS)
+        mg_pass_kernel<T, true, PASS>
+            <<<grid, block, 0, g->stream>>>(L, F, sweep, zero, kchunk, g->d_norms);
+    else if (l0)
         mg_pass_kernel<T, true, PASS>
             <<<grid, block, 0, g->stream>>>(L, F, sweep, zero, kchunk, g->d_norms);
     else
-        mg_pass_kernel<T, false, PASS == P_RHS || PASS == P_NORMS ? P_RESID : PASS>
+        mg_pass_kernel<T, false, PASS>
             <<<grid, block, 0, g->stream>>>(L, F, sweep, zero, kchunk, g->d_norms);
     note_launch(g);
 }

@@ -122,8 +122,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
      * or the x width times the y width (the norms' volumes); made for the
      * plane z widths (cvz, cikm, cik). The axes' tables are read again when
      * a plane's widths differ (the z faces' planes). */
-    T tc_[7][VX];
-    auto tc = [&](int f, int e) -> T & { return tc_[f][e]; };
+    T tc[7][VX];
     T cvz = 0, cikm = 0, cik = 0;
     bool have = false;
 
@@ -140,7 +139,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     auto fold = [&]() {
 #pragma unroll
         for (int e = 0; e < VX; e++) {
-            const T d = rhoc * (tc(6, e) * cvz);
+            const T d = rhoc * (tc[6][e] * cvz);
             rm = max(rm, abs_bits((T)__longlong_as_double((long long)rmx[e]) / d));
             rmx[e] = 0;
         }
@@ -188,13 +187,13 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
                                 face(kf, ikm, vx, vy),  face(kf, ik, vx, vy)};
                 const T ts = tsum(t);
 #pragma unroll
-                for (int f = 0; f < 6; f++) tc(f, e) = t[f];
+                for (int f = 0; f < 6; f++) tc[f][e] = t[f];
                 if (PASS == P_NORMS)
-                    tc(6, e) = vx * vy;
+                    tc[6][e] = vx * vy;
                 else if (PASS == P_SMOOTH && !DG)
-                    tc(6, e) = weight(c1, ts + T(0)); /* diag = ts + dg, dg = 0 */
+                    tc[6][e] = weight(c1, ts + T(0)); /* diag = ts + dg, dg = 0 */
                 else
-                    tc(6, e) = ts;
+                    tc[6][e] = ts;
             }
         }
         __syncthreads();
@@ -228,16 +227,16 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
                                  zm.v[e],
                                  zp.v[e]};
                 T diag;
-                const T t[6] = {tc(0, e), tc(1, e), tc(2, e), tc(3, e), tc(4, e), tc(5, e)};
+                const T t[6] = {tc[0][e], tc[1][e], tc[2][e], tc[3][e], tc[4][e], tc[5][e]};
                 /* diag is read only by a sweep with a mass term, where tc 6 is ts */
-                const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t, tc(6, e), &diag);
+                const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t, tc[6][e], &diag);
                 if (PASS == P_SMOOTH) {
-                    const T w = DG ? weight(c1, diag) : tc(6, e);
+                    const T w = DG ? weight(c1, diag) : tc[6][e];
                     v.v[e] = sweep_value(up, c, pv.v[e], r, w, c0);
                 } else if (PASS == P_RESID) {
                     v.v[e] = r;
                 } else if (act[e]) {
-                    const T vol = tc(6, e) * vz;
+                    const T vol = tc[6][e] * vz;
                     rmx[e] = max(rmx[e], abs_bits(r));
                     ws += (double)(rhoc * vol) * (double)c;
                 }
