@@ -18,7 +18,10 @@
  *   the plane's z widths only: a thread keeps its columns' six and their
  *   sum, and works them out again only when the plane's z widths change
  *   (the planes of a face), so a node costs its residual and its update;
- *   the z widths of the next plane are read a plane ahead.
+ *   the z widths of the next plane are read a plane ahead;
+ * - mg_fine_pair_kernel, the same with two planes an iteration (two nodes'
+ *   chains of operations side by side, a barrier for two planes), where
+ *   HEAT_CUDA_MG_PAIR=1 (heat_cuda_mg_fine_pass).
  *
  * Values and order are mg_pass_kernel's (k_mg.cu) and the CPU's
  * (cpu/cpu_mg.inc): the operator is kernels/mg_point.inc, the kept sum of
@@ -28,6 +31,8 @@
  * tests/test_gpu_mg.c compares the fields bit for bit.
  */
 #include <cuda_pipeline.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "k_mg_impl.cuh"
 #include "stencil.cuh"
@@ -42,6 +47,283 @@ static __device__ __forceinline__ bool same_bits(double a, double b)
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
 
+/* Plane k held (a Dirichlet face along z). */
+template <typename T> static __device__ __forceinline__ bool zheld(const mgd_level<T> &L, int k)
+{
+    const bool h0 = L.held[2][0], h1 = L.held[2][1]; /* read unconditionally: no branches */
+    return (k == 0 && h0) || (k == L.n[2] - 1 && h1);
+}
+
+/* What a thread copies into a ring plane (its row ty + 1, its group at
+ * column col of the shared row), wrapped into the grid: the node after a
+ * row's last is its periodic neighbour (nx is a multiple of VX when VX >
+ * 1); and its halo role: a group of the row below or above the tile, or
+ * the value left or right of a tile row. */
+template <typename T, int VX, int BXT, int BP> struct mg_fine_copy {
+    static constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX;
+    long long own, hoff;
+    int ty, col, hrole, hrow, hcol;
+
+    __device__ __forceinline__ mg_fine_copy(int n0, int n1, int x0, int p0, int ig, int j)
+    {
+        const int tx = threadIdx.x, tid = tx + BXT * threadIdx.y;
+        ty = threadIdx.y;
+        col = VX + tx * VX;
+        own = (long long)(j % n1) * n0 + ig % n0;
+        hrole = hrow = hcol = 0;
+        hoff = 0;
+        if (tid < 2 * BXT) {
+            const int r = tid / BXT, g = tid % BXT;
+            const int hj = r ? (p0 + BP) % n1 : (p0 == 0 ? n1 - 1 : p0 - 1);
+            hrole = 1;
+            hrow = r ? ROWS - 1 : 0;
+            hcol = VX + g * VX;
+            hoff = (long long)hj * n0 + (x0 + g * VX) % n0;
+        } else if (tid - 2 * BXT < 2 * BP) {
+            const int t = tid - 2 * BXT, r = t / 2, side = t % 2;
+            const int hx = side ? (x0 + BX) % n0 : (x0 == 0 ? n0 - 1 : x0 - 1);
+            hrole = 2;
+            hrow = r + 1;
+            hcol = side ? VX + BX : VX - 1;
+            hoff = (long long)((p0 + r) % n1) * n0 + hx;
+        }
+    }
+    /* this thread's part of the plane at src into the ring plane pl */
+    __device__ __forceinline__ void issue(T (*pl)[RS], const T *src) const
+    {
+        __pipeline_memcpy_async(&pl[ty + 1][col], src + own, VX * sizeof(T));
+        if (hrole == 1)
+            __pipeline_memcpy_async(&pl[hrow][hcol], src + hoff, VX * sizeof(T));
+        else if (hrole == 2)
+            __pipeline_memcpy_async(&pl[hrow][hcol], src + hoff, sizeof(T));
+    }
+};
+
+/* A group's values at one plane: the pass's inputs besides the field
+ * (zeros where it reads none), the field at the group's nodes and their
+ * neighbours (left of the first node, right of the last, the groups of the
+ * rows and planes beside). */
+template <typename T, int VX> struct mg_fine_in {
+    hk_vec<T, VX> b, d, p;
+    hk_vec<T, VX> w; /* a sweep's weights c1 / diag, where worked out before nodes() */
+    hk_vec<T, VX> cur, ym, yp, zm, zp;
+    T left, right;
+};
+
+/* A thread's part of a pass, what both kernels below share: its group of
+ * VX nodes (x ig .. ig + VX - 1 of row j), which of them the pass writes,
+ * the conductivities kept for the z widths (cvz, cikm, cik) and the norms
+ * so far. */
+template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
+    int n0, ig, jj, ty, col;
+    bool rowin, grpin, allact, act[VX]; /* in the grid and not held (before z) */
+    T c0, c1;
+    bool up;
+    /* Per node e of the group, field f: 0 .. 5 the conductivities t, 6 what
+     * the pass needs besides: the sweep's weight c1 / diag where diag is
+     * their sum (no mass term: dg0 NULL), their sum ts (a sweep with one),
+     * or rho c ((x width * y width) * z width), the norms' rho c V; made
+     * for the plane z widths (cvz, cikm, cik). The axes' tables are read
+     * again when a plane's widths differ (the z faces' planes). */
+    T tc[7][VX];
+    T cvz, cikm, cik;
+    bool have;
+    unsigned long long rm, um, lo, hi;
+    double ws, sum;
+    /* The norms: the largest |r| of each node of the group since the
+     * divisor rho c V last changed (its bits), folded into rm as
+     * |r| / (rho c V) when it changes and at the end: division rounds
+     * monotonically, so this is the largest quotient, without a division
+     * per node. */
+    unsigned long long rmx[VX];
+
+    __device__ __forceinline__ mg_fine_group(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+                                             int ig_, int j)
+    {
+        n0 = L.n[0];
+        const int n1 = L.n[1];
+        ig = ig_, ty = threadIdx.y, col = VX + threadIdx.x * VX;
+        rowin = j < n1, grpin = ig < n0;
+        jj = rowin ? j : 0;
+        const bool yh0 = L.held[1][0], yh1 = L.held[1][1], xh0 = L.held[0][0], xh1 = L.held[0][1];
+        const bool rowheld = (jj == 0 && yh0) || (jj == n1 - 1 && yh1);
+        allact = rowin && !rowheld;
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const int i = ig + e;
+            act[e] = rowin && !rowheld && i < n0 && !((i == 0 && xh0) || (i == n0 - 1 && xh1));
+            allact = allact && act[e];
+        }
+        c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
+        up = c0 != T(0);
+        cvz = cikm = cik = 0;
+        have = false;
+        rm = um = hi = 0, lo = ~0ull;
+        ws = sum = 0;
+#pragma unroll
+        for (int e = 0; e < VX; e++) rmx[e] = 0;
+    }
+
+    __device__ __forceinline__ bool kept(T vz, T ikm, T ik) const
+    {
+        return have && same_bits(vz, cvz) && same_bits(ikm, cikm) && same_bits(ik, cik);
+    }
+
+    __device__ __forceinline__ void fold()
+    {
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            rm = max(rm, abs_bits((T)__longlong_as_double((long long)rmx[e]) / tc[6][e]));
+            rmx[e] = 0;
+        }
+    }
+
+    /* The conductivities for a plane of z widths vz, ikm (below), ik
+     * (above), from the axes' tables unless they are the kept ones. */
+    __device__ __forceinline__ void keep(const mgd_level<T> &L, const mgd_fine<T> &F, T vz, T ikm,
+                                         T ik)
+    {
+        if (kept(vz, ikm, ik)) return;
+        const T kf = F.kf[0]; /* read here: a register less to keep */
+        if (PASS == P_NORMS && have) fold();
+        have = true, cvz = vz, cikm = ikm, cik = ik;
+        const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, L.n[1])], ihj = L.ih[1][jj];
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const int ii = ig + e < n0 ? ig + e : 0;
+            const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
+            const T t[6] = {face(kf, ihm, vy, vz), face(kf, ihp, vy, vz), face(kf, ihjm, vx, vz),
+                            face(kf, ihj, vx, vz), face(kf, ikm, vx, vy), face(kf, ik, vx, vy)};
+            const T ts = tsum(t);
+#pragma unroll
+            for (int f = 0; f < 6; f++) tc[f][e] = t[f];
+            if (PASS == P_NORMS)
+                tc[6][e] = F.rhoc[0] * ((vx * vy) * vz); /* rho c V */
+            else if (PASS == P_SMOOTH && !DG)
+                tc[6][e] = weight(c1, ts + T(0)); /* diag = ts + dg, dg = 0 */
+            else
+                tc[6][e] = ts;
+        }
+    }
+
+    /* The pass's inputs besides the field at the group's nodes of offset p
+     * (out: the sweep's previous iterate), where the group is worked. */
+    __device__ __forceinline__ void inputs(mg_fine_in<T, VX> &in, const mgd_level<T> &L,
+                                           const mgd_fine<T> &F, const T *out, long long p,
+                                           bool work) const
+    {
+#pragma unroll
+        for (int e = 0; e < VX; e++) in.b.v[e] = in.d.v[e] = in.p.v[e] = T(0);
+        if (work) {
+            if (L.b) in.b = vload<T, VX>(L.b + p);
+            if (DG) in.d = vload<T, VX>(F.dg0 + p); /* DG: F.dg0 not NULL */
+            if (PASS == P_SMOOTH && up) in.p = vload<T, VX>(out + p);
+        }
+    }
+
+    /* The norms' field terms of a plane's group (a row in the grid). */
+    __device__ __forceinline__ void field(const hk_vec<T, VX> &cur)
+    {
+#pragma unroll
+        for (int e = 0; e < VX; e++)
+            if (ig + e < n0) {
+                const T c = cur.v[e];
+                um = max(um, abs_bits(c));
+                lo = min(lo, ordered((double)c));
+                hi = max(hi, ordered((double)c));
+                sum += (double)c;
+            }
+    }
+
+    /* A sweep's weights c1 / diag with a mass term, diag = ts + dg as
+     * resid_ts makes it, into in.w ahead of nodes<true>: the division's
+     * slow path is a call, cheaper where fewer values are live. */
+    __device__ __forceinline__ void weights(mg_fine_in<T, VX> &in) const
+    {
+#pragma unroll
+        for (int e = 0; e < VX; e++) in.w.v[e] = weight(c1, tc[6][e] + in.d.v[e]);
+    }
+
+    /* The group's new values (a sweep) or residuals, or the norms' node
+     * terms, with the kept conductivities: mg_point.inc's order. W: a
+     * sweep with a mass term takes its weights from in.w (weights()). */
+    template <bool W = false>
+    __device__ __forceinline__ hk_vec<T, VX> nodes(const mg_fine_in<T, VX> &in)
+    {
+        hk_vec<T, VX> v;
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const T c = in.cur.v[e];
+            const T nb[6] = {e > 0 ? in.cur.v[e - 1] : in.left,
+                             e < VX - 1 ? in.cur.v[e + 1] : in.right,
+                             in.ym.v[e],
+                             in.yp.v[e],
+                             in.zm.v[e],
+                             in.zp.v[e]};
+            T diag;
+            const T t[6] = {tc[0][e], tc[1][e], tc[2][e], tc[3][e], tc[4][e], tc[5][e]};
+            /* diag is read only by a sweep with a mass term, where tc 6 is ts */
+            const T r = resid_ts(in.b.v[e], in.d.v[e], c, nb, t, tc[6][e], &diag);
+            if (PASS == P_SMOOTH) {
+                const T w = !DG ? tc[6][e] : W ? in.w.v[e] : weight(c1, diag);
+                v.v[e] = sweep_value(up, c, in.p.v[e], r, w, c0);
+            } else {
+                v.v[e] = r;
+                if (PASS == P_NORMS && act[e]) {
+                    rmx[e] = max(rmx[e], abs_bits(r));
+                    ws += (double)tc[6][e] * (double)c;
+                }
+            }
+        }
+        return v;
+    }
+
+    __device__ __forceinline__ void store(T *q, const hk_vec<T, VX> &v) const
+    {
+        if (allact) {
+            vstore<T, VX>(q, v);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VX; e++)
+                if (act[e]) q[e] = v.v[e];
+        }
+    }
+
+    /* The pass at the group's nodes of one plane, read from the ring planes
+     * pm, pc, pp (the plane below, the plane, above) after the barrier;
+     * in holds the inputs; q the group's place in the output. */
+    template <int RS>
+    __device__ __forceinline__ void plane(mg_fine_in<T, VX> &in, const T (*pm)[RS],
+                                          const T (*pc)[RS], const T (*pp)[RS], bool work, T *q)
+    {
+        in.cur = vload<T, VX>(&pc[ty + 1][col]);
+        if (PASS == P_NORMS && rowin) field(in.cur);
+        if (work) {
+            rows(in, pc);
+            in.zm = vload<T, VX>(&pm[ty + 1][col]);
+            in.zp = vload<T, VX>(&pp[ty + 1][col]);
+            const hk_vec<T, VX> v = nodes(in);
+            if (PASS != P_NORMS) store(q, v);
+        }
+    }
+
+    /* the group's neighbours in x and y from its ring plane pc */
+    template <int RS>
+    __device__ __forceinline__ void rows(mg_fine_in<T, VX> &in, const T (*pc)[RS]) const
+    {
+        in.ym = vload<T, VX>(&pc[ty][col]);
+        in.yp = vload<T, VX>(&pc[ty + 2][col]);
+        in.left = pc[ty + 1][col - 1], in.right = pc[ty + 1][col + VX];
+    }
+
+    /* the end of a norms pass (every thread of the block) */
+    __device__ __forceinline__ void flush(mg_norms *norms)
+    {
+        if (have) fold();
+        mg_norms_flush(norms, rm, um, ws, sum, lo, hi);
+    }
+};
+
 template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
 __global__ void __launch_bounds__(BXT *BP, MINB)
     mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
@@ -54,96 +336,20 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     __shared__ __align__(16) T sm[D][ROWS][RS];
 
     const int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
-    const int tx = threadIdx.x, ty = threadIdx.y, tid = tx + BXT * ty;
     const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
-    const int ig = x0 + tx * VX, j = p0 + ty;
+    const int ig = x0 + threadIdx.x * VX, j = p0 + threadIdx.y;
     const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
     const long long sz = (long long)n0 * n1;
     const T *x = PASS == P_SMOOTH && (sweep & 1) ? L.x1 : L.x0;
     T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
-    const int col = VX + tx * VX; /* this thread's group in a shared row */
 
-    /* What this thread copies, wrapped into the grid: the node after a
-     * row's last is its periodic neighbour (nx is a multiple of VX when
-     * VX > 1); and its halo role: a group of the row below or above the
-     * tile, or the value left or right of a tile row. */
-    const long long own = (long long)(j % n1) * n0 + ig % n0;
-    int hrole = 0, hrow = 0, hcol = 0;
-    long long hoff = 0;
-    if (tid < 2 * BXT) {
-        const int r = tid / BXT, g = tid % BXT;
-        const int hj = r ? (p0 + BP) % n1 : (p0 == 0 ? n1 - 1 : p0 - 1);
-        hrole = 1;
-        hrow = r ? ROWS - 1 : 0;
-        hcol = VX + g * VX;
-        hoff = (long long)hj * n0 + (x0 + g * VX) % n0;
-    } else if (tid - 2 * BXT < 2 * BP) {
-        const int t = tid - 2 * BXT, r = t / 2, side = t % 2;
-        const int hx = side ? (x0 + BX) % n0 : (x0 == 0 ? n0 - 1 : x0 - 1);
-        hrole = 2;
-        hrow = r + 1;
-        hcol = side ? VX + BX : VX - 1;
-        hoff = (long long)((p0 + r) % n1) * n0 + hx;
-    }
+    const mg_fine_copy<T, VX, BXT, BP> cp(n0, n1, x0, p0, ig, j);
     /* Plane k (k0 - 1 .. k1, wrapped into the grid) into its ring slot. */
     auto slot = [&](int k) { return (k - k0 + 1) % D; };
     auto issue = [&](int k) {
-        const T *src = x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz;
-        T(*pl)[RS] = sm[slot(k)];
-        __pipeline_memcpy_async(&pl[ty + 1][col], src + own, VX * sizeof(T));
-        if (hrole == 1)
-            __pipeline_memcpy_async(&pl[hrow][hcol], src + hoff, VX * sizeof(T));
-        else if (hrole == 2)
-            __pipeline_memcpy_async(&pl[hrow][hcol], src + hoff, sizeof(T));
+        cp.issue(sm[slot(k)], x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz);
     };
-
-    /* Which of the group's nodes are in the grid and not held (before z). */
-    const bool rowin = j < n1, grpin = ig < n0;
-    const int jj = rowin ? j : 0;
-    const bool rowheld = (jj == 0 && L.held[1][0]) || (jj == n1 - 1 && L.held[1][1]);
-    bool act[VX];
-    bool allact = rowin && !rowheld;
-#pragma unroll
-    for (int e = 0; e < VX; e++) {
-        const int i = ig + e;
-        act[e] = rowin && !rowheld && i < n0 &&
-                 !((i == 0 && L.held[0][0]) || (i == n0 - 1 && L.held[0][1]));
-        allact = allact && act[e];
-    }
-    const T kf = F.kf[0];
-    const T c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
-    const bool up = c0 != T(0);
-    const T *bp = L.b, *dgp = DG ? F.dg0 : nullptr; /* DG: F.dg0 not NULL */
-    const T rhoc = PASS == P_NORMS ? F.rhoc[0] : T(0);
-
-    /* Per node e of the group, field f: 0 .. 5 the conductivities t, 6 what
-     * the pass needs besides: the sweep's weight c1 / diag where diag is
-     * their sum (no mass term: dg0 NULL), their sum ts (a sweep with one),
-     * or the x width times the y width (the norms' volumes); made for the
-     * plane z widths (cvz, cikm, cik). The axes' tables are read again when
-     * a plane's widths differ (the z faces' planes). */
-    T tc[7][VX];
-    T cvz = 0, cikm = 0, cik = 0;
-    bool have = false;
-
-    unsigned long long rm = 0, um = 0, lo = ~0ull, hi = 0;
-    double ws = 0, sum = 0;
-    /* The norms: the largest |r| of each node of the group since the
-     * divisor rho c V last changed (its bits), folded into rm as
-     * |r| / (rho c V) when it changes and at the end: division rounds
-     * monotonically, so this is the largest quotient, without a division
-     * per node. */
-    unsigned long long rmx[VX];
-#pragma unroll
-    for (int e = 0; e < VX; e++) rmx[e] = 0;
-    auto fold = [&]() {
-#pragma unroll
-        for (int e = 0; e < VX; e++) {
-            const T d = rhoc * (tc[6][e] * cvz);
-            rm = max(rm, abs_bits((T)__longlong_as_double((long long)rmx[e]) / d));
-            rmx[e] = 0;
-        }
-    };
+    mg_fine_group<T, PASS, DG, VX> g(L, F, sweep, ig, j);
 
     /* planes k0 - 1 .. k0 + P - 1 in flight, one copy group each */
     if (k0 < k1)
@@ -162,107 +368,141 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         __pipeline_commit();
         __pipeline_wait_prior(P - 1);
         const long long p = (long long)k * sz + (long long)j * n0 + ig; /* rowin, grpin */
-        const bool zheld = (k == 0 && L.held[2][0]) || (k == n2 - 1 && L.held[2][1]);
-        const bool work = rowin && grpin && !zheld;
-        hk_vec<T, VX> bv, dv, pv;
-#pragma unroll
-        for (int e = 0; e < VX; e++) bv.v[e] = dv.v[e] = pv.v[e] = T(0);
-        if (work) {
-            if (bp) bv = vload<T, VX>(bp + p);
-            if (DG) dv = vload<T, VX>(dgp + p);
-            if (PASS == P_SMOOTH && up) pv = vload<T, VX>(out + p);
-        }
+        const bool work = g.rowin && g.grpin && !zheld(L, k);
+        mg_fine_in<T, VX> in;
+        g.inputs(in, L, F, out, p, work);
         const T vz = vz_n, ikm = ikm_n, ik = ik_n;
         if (k + 1 < k1) vz_n = L.v[2][k + 1], ikm_n = L.ih[2][k], ik_n = L.ih[2][k + 1];
-        if (!have || !same_bits(vz, cvz) || !same_bits(ikm, cikm) || !same_bits(ik, cik)) {
-            if (PASS == P_NORMS && have) fold();
-            have = true, cvz = vz, cikm = ikm, cik = ik;
-            const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, n1)], ihj = L.ih[1][jj];
-#pragma unroll
-            for (int e = 0; e < VX; e++) {
-                const int ii = ig + e < n0 ? ig + e : 0;
-                const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
-                const T t[6] = {face(kf, ihm, vy, vz),  face(kf, ihp, vy, vz),
-                                face(kf, ihjm, vx, vz), face(kf, ihj, vx, vz),
-                                face(kf, ikm, vx, vy),  face(kf, ik, vx, vy)};
-                const T ts = tsum(t);
-#pragma unroll
-                for (int f = 0; f < 6; f++) tc[f][e] = t[f];
-                if (PASS == P_NORMS)
-                    tc[6][e] = vx * vy;
-                else if (PASS == P_SMOOTH && !DG)
-                    tc[6][e] = weight(c1, ts + T(0)); /* diag = ts + dg, dg = 0 */
-                else
-                    tc[6][e] = ts;
-            }
-        }
+        g.keep(L, F, vz, ikm, ik);
         __syncthreads();
-        const T(*pc)[RS] = sm[slot(k)];
-        const hk_vec<T, VX> cur = vload<T, VX>(&pc[ty + 1][col]);
-        if (PASS == P_NORMS && rowin) {
-#pragma unroll
-            for (int e = 0; e < VX; e++)
-                if (ig + e < n0) {
-                    const T c = cur.v[e];
-                    um = max(um, abs_bits(c));
-                    lo = min(lo, ordered((double)c));
-                    hi = max(hi, ordered((double)c));
-                    sum += (double)c;
-                }
-        }
-        if (work) {
-            const hk_vec<T, VX> ym = vload<T, VX>(&pc[ty][col]);
-            const hk_vec<T, VX> yp = vload<T, VX>(&pc[ty + 2][col]);
-            const hk_vec<T, VX> zm = vload<T, VX>(&sm[slot(k - 1)][ty + 1][col]);
-            const hk_vec<T, VX> zp = vload<T, VX>(&sm[slot(k + 1)][ty + 1][col]);
-            const T left = pc[ty + 1][col - 1], right = pc[ty + 1][col + VX];
-            hk_vec<T, VX> v;
-#pragma unroll
-            for (int e = 0; e < VX; e++) {
-                const T c = cur.v[e];
-                const T nb[6] = {e > 0 ? cur.v[e - 1] : left,
-                                 e < VX - 1 ? cur.v[e + 1] : right,
-                                 ym.v[e],
-                                 yp.v[e],
-                                 zm.v[e],
-                                 zp.v[e]};
-                T diag;
-                const T t[6] = {tc[0][e], tc[1][e], tc[2][e], tc[3][e], tc[4][e], tc[5][e]};
-                /* diag is read only by a sweep with a mass term, where tc 6 is ts */
-                const T r = resid_ts(bv.v[e], dv.v[e], c, nb, t, tc[6][e], &diag);
-                if (PASS == P_SMOOTH) {
-                    const T w = DG ? weight(c1, diag) : tc[6][e];
-                    v.v[e] = sweep_value(up, c, pv.v[e], r, w, c0);
-                } else if (PASS == P_RESID) {
-                    v.v[e] = r;
-                } else if (act[e]) {
-                    const T vol = tc[6][e] * vz;
-                    rmx[e] = max(rmx[e], abs_bits(r));
-                    ws += (double)(rhoc * vol) * (double)c;
-                }
-            }
-            if (PASS != P_NORMS) {
-                if (allact) {
-                    vstore<T, VX>(out + p, v);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < VX; e++)
-                        if (act[e]) out[p + e] = v.v[e];
-                }
-            }
-        }
+        g.plane(in, sm[slot(k - 1)], sm[slot(k)], sm[slot(k + 1)], work, out + p);
     }
-    if (PASS == P_NORMS) {
-        if (have) fold();
-        mg_norms_flush(norms, rm, um, ws, sum, lo, hi);
-    }
+    if (PASS == P_NORMS) g.flush(norms);
 }
 
+/* The same pass two planes an iteration, k and k + 1: where plane k + 1's
+ * z widths are those kept for plane k, bit for bit (every plane but the z
+ * faces' on a uniform z axis), and neither plane is held, a thread has the
+ * two planes' nodes side by side between barriers, independent chains that
+ * fill each other's latencies, and a barrier costs two planes. Else the
+ * planes are done one after the other as in mg_fine_kernel (a run's odd
+ * last plane too). Every node's operations and every sum's order are
+ * mg_fine_kernel's: the norms' sums take plane k's terms before plane
+ * k + 1's, and their maxima do not depend on order.
+ *
+ * The copies come in groups, one a pair: the pair at m reads planes
+ * m - 1 .. m + 2; the first group holds planes k0 - 1 .. k0 + 2, the group
+ * of a later pair m its planes m + 1 and m + 2 (those up to k1, the last
+ * plane read). The pair at k issues, after its barrier, the group of the
+ * pair at k + G, planes k + G + 1 and k + G + 2, into the slots of planes
+ * k - 3 and k - 2: every thread has reached this barrier, so has finished
+ * the pair at k - 2 (planes k - 3 .. k), and from here on no thread reads
+ * a plane below k - 1. The ring then holds planes k - 1 .. k + G + 2:
+ * D = G + 4, and the 8 planes of mg_fine_kernel's ring put a group two
+ * pairs (four planes) ahead of its reader, as mg_fine_kernel's P = 5
+ * copies issued before the barrier put a plane four planes ahead. (Issued
+ * before the barrier, the copies could reuse only the slots of planes
+ * k - 5 and k - 4: D = G + 6.) */
 template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
+__global__ void __launch_bounds__(BXT *BP, MINB)
+    mg_fine_pair_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
+                        mg_norms *norms)
+{
+    static_assert(BXT % 32 == 0, "a tile row is whole warps");
+    static_assert(BXT * BP >= 2 * BXT + 2 * BP, "one thread per halo copy");
+    static_assert(D >= 6 && D % 2 == 0, "the ring holds two pairs' planes and the planes beside");
+    constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX, G = D - 4;
+    __shared__ __align__(16) T sm[D][ROWS][RS];
+
+    const int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
+    const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
+    const int ig = x0 + threadIdx.x * VX, j = p0 + threadIdx.y;
+    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
+    const long long sz = (long long)n0 * n1;
+    const T *x = PASS == P_SMOOTH && (sweep & 1) ? L.x1 : L.x0;
+    T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
+
+    const mg_fine_copy<T, VX, BXT, BP> cp(n0, n1, x0, p0, ig, j);
+    auto slot = [&](int k) { return (k - k0 + 1) % D; };
+    auto issue = [&](int k) {
+        cp.issue(sm[slot(k)], x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz);
+    };
+    /* planes a .. b (those up to k1) as one copy group */
+    auto group = [&](int a, int b) {
+        for (int q = a; q <= b && q <= k1; q++) issue(q);
+        __pipeline_commit();
+    };
+    mg_fine_group<T, PASS, DG, VX> g(L, F, sweep, ig, j);
+
+    /* the groups of the pairs at k0 .. k0 + G - 2 in flight */
+    if (k0 < k1) {
+        group(k0 - 1, k0 + 2);
+        for (int m = k0 + 2; m < k0 + G; m += 2) group(m + 1, m + 2);
+    }
+
+    for (int k = k0; k < k1; k += 2) {
+        const bool two = k + 1 < k1;
+        const long long p = (long long)k * sz + (long long)j * n0 + ig; /* rowin, grpin */
+        const bool zh0 = zheld(L, k), zh1 = two && zheld(L, k + 1);
+        const bool work0 = g.rowin && g.grpin && !zh0, work1 = g.rowin && g.grpin && two && !zh1;
+        mg_fine_in<T, VX> a, b; /* planes k, k + 1 */
+        g.inputs(a, L, F, out, p, work0);
+        g.inputs(b, L, F, out, p + sz, work1);
+        /* both planes' z widths, first used after the barrier */
+        const T vz0 = L.v[2][k], ikm0 = L.ih[2][wrapm(k, n2)], ik0 = L.ih[2][k];
+        const T vz1 = two ? L.v[2][k + 1] : T(0), ik1 = two ? L.ih[2][k + 1] : T(0);
+        /* this pair's group; the next one's may still be in flight */
+        __pipeline_wait_prior(G / 2 - 1);
+        __syncthreads();
+        group(k + G + 1, k + G + 2);
+        g.keep(L, F, vz0, ikm0, ik0);
+        const T(*pm)[RS] = sm[slot(k - 1)];
+        const T(*pa)[RS] = sm[slot(k)];
+        const T(*pb)[RS] = sm[slot(k + 1)];
+        if (two && !zh0 && !zh1 && g.kept(vz1, ik0, ik1)) {
+            a.cur = vload<T, VX>(&pa[g.ty + 1][g.col]);
+            b.cur = vload<T, VX>(&pb[g.ty + 1][g.col]);
+            if (PASS == P_NORMS && g.rowin) {
+                g.field(a.cur);
+                g.field(b.cur);
+            }
+            if (work0) {
+                if (PASS == P_SMOOTH && DG) g.weights(a), g.weights(b);
+                g.rows(a, pa);
+                g.rows(b, pb);
+                a.zm = vload<T, VX>(&pm[g.ty + 1][g.col]), a.zp = b.cur;
+                b.zm = a.cur, b.zp = vload<T, VX>(&sm[slot(k + 2)][g.ty + 1][g.col]);
+                const hk_vec<T, VX> va = g.template nodes<true>(a), vb = g.template nodes<true>(b);
+                if (PASS != P_NORMS) {
+                    g.store(out + p, va);
+                    g.store(out + p + sz, vb);
+                }
+            }
+        } else {
+            /* One plane after the other, as mg_fine_kernel. Plane k + 1's
+             * widths and inputs are read again (the same values): held
+             * across plane k's update they cost the registers that the
+             * pair needs (ptxas spilled). */
+            g.plane(a, pm, pa, pb, work0, out + p);
+            if (two) {
+                g.keep(L, F, L.v[2][k + 1], L.ih[2][k], L.ih[2][k + 1]);
+                g.inputs(b, L, F, out, p + sz, work1);
+                g.plane(b, pa, pb, sm[slot(k + 2)], work1, out + p + sz);
+            }
+        }
+    }
+    if (PASS == P_NORMS) g.flush(norms);
+}
+
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool PAIR>
 static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                              mg_norms *norms, cudaStream_t stream)
 {
-    auto kernel = mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>;
+    void (*kernel)(const mgd_level<T>, const mgd_fine<T>, int, int, mg_norms *);
+    if constexpr (PAIR)
+        kernel = mg_fine_pair_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>;
+    else
+        kernel = mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>;
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
         const cudaError_t e =
@@ -278,6 +518,30 @@ static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
     return cudaGetLastError();
 }
 
+/* HEAT_CUDA_MG_PAIR=1: the kernel of two planes an iteration
+ * (mg_fine_pair_kernel), for comparing the two; read once. */
+static bool pair_choice(void)
+{
+    static int pair = -1;
+    if (pair < 0) {
+        const char *s = getenv("HEAT_CUDA_MG_PAIR");
+        pair = s && !strcmp(s, "1");
+    }
+    return pair;
+}
+
+template <typename T, int PASS, int VX>
+static cudaError_t launch_vx(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+                             mg_norms *norms, cudaStream_t stream)
+{
+    const bool dg = F.dg0 != nullptr;
+    if (pair_choice())
+        return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, true>(L, F, sweep, norms, stream)
+                  : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, true>(L, F, sweep, norms, stream);
+    return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, false>(L, F, sweep, norms, stream)
+              : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, false>(L, F, sweep, norms, stream);
+}
+
 /* Tiles of 32 x 8 threads, groups of 16 bytes where rows allow (else one
  * value a thread), a ring of 8 planes, 2 blocks per multiprocessor (what
  * was measured against the alternatives: docs/PERFORMANCE.md); with or
@@ -287,12 +551,8 @@ cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, 
                                    mg_norms *norms, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
-    const bool dg = F.dg0 != nullptr;
-    if (L.n[0] % V == 0)
-        return dg ? launch_dg<T, PASS, true, V, 32, 8, 8, 2>(L, F, sweep, norms, stream)
-                  : launch_dg<T, PASS, false, V, 32, 8, 8, 2>(L, F, sweep, norms, stream);
-    return dg ? launch_dg<T, PASS, true, 1, 32, 8, 8, 2>(L, F, sweep, norms, stream)
-              : launch_dg<T, PASS, false, 1, 32, 8, 8, 2>(L, F, sweep, norms, stream);
+    if (L.n[0] % V == 0) return launch_vx<T, PASS, V>(L, F, sweep, norms, stream);
+    return launch_vx<T, PASS, 1>(L, F, sweep, norms, stream);
 }
 
 #define HEAT_MG_FINE(T, P)                                                                         \
