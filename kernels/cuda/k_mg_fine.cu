@@ -20,8 +20,8 @@
  *   (the planes of a face), so a node costs its residual and its update;
  *   the z widths of the next plane are read a plane ahead;
  * - mg_fine_pair_kernel, the same with two planes an iteration (two nodes'
- *   chains of operations side by side, a barrier for two planes), where
- *   HEAT_CUDA_MG_PAIR=1 (heat_cuda_mg_fine_pass).
+ *   chains of operations side by side, a barrier for two planes): the
+ *   double sweeps' kernel (launch_vx says which runs where).
  *
  * Values and order are mg_pass_kernel's (k_mg.cu) and the CPU's
  * (cpu/cpu_mg.inc): the operator is kernels/mg_point.inc, the kept sum of
@@ -518,14 +518,18 @@ static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
     return cudaGetLastError();
 }
 
-/* HEAT_CUDA_MG_PAIR=1: the kernel of two planes an iteration
- * (mg_fine_pair_kernel), for comparing the two; read once. */
-static bool pair_choice(void)
+/* Which kernel runs a pass: two planes an iteration (mg_fine_pair_kernel)
+ * for the double sweeps, one plane for the rest, as measured at 512^3
+ * (docs/PERFORMANCE.md: the pair gained 1.2% on the double sweeps and lost
+ * 2% on the float ones and 1.5% on the double residual);
+ * HEAT_CUDA_MG_PAIR=1 or 0 makes every pass use the one or the other, for
+ * comparing them (read once). */
+static int pair_forced(void)
 {
-    static int pair = -1;
-    if (pair < 0) {
+    static int pair = -2;
+    if (pair == -2) {
         const char *s = getenv("HEAT_CUDA_MG_PAIR");
-        pair = s && !strcmp(s, "1");
+        pair = s && !strcmp(s, "1") ? 1 : s && !strcmp(s, "0") ? 0 : -1;
     }
     return pair;
 }
@@ -535,7 +539,8 @@ static cudaError_t launch_vx(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
                              mg_norms *norms, cudaStream_t stream)
 {
     const bool dg = F.dg0 != nullptr;
-    if (pair_choice())
+    const int forced = pair_forced();
+    if (forced == 1 || (forced < 0 && sizeof(T) == 8 && PASS == P_SMOOTH))
         return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, true>(L, F, sweep, norms, stream)
                   : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, true>(L, F, sweep, norms, stream);
     return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, false>(L, F, sweep, norms, stream)
