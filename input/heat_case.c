@@ -366,15 +366,16 @@ static void probe_nodes(heat_case *c)
 
 int heat_case_auto_depth(const heat_case *c)
 {
-    if (c->solver.backend == HEAT_BACKEND_CPU || c->solver.kernel != HEAT_KERNEL_FUSING ||
-        needs_general(c))
-        return 1;
-    static const int best[2][2] = {
-        /* 2D: double, float */ {4, 8},
-        /* 3D: double, float */ {4, 3},
+    if (c->solver.backend == HEAT_BACKEND_CPU || c->solver.kernel != HEAT_KERNEL_FUSING) return 1;
+    /* [general][3D][float]; general decks (materials, sources, convective or
+     * flux faces) measured k = 1 to 4: 2D fastest at 4 in both precisions,
+     * 3D fastest at 1 (the fused general kernels lose there). */
+    static const int best[2][2][2] = {
+        {/* 2D: double, float */ {4, 8}, /* 3D */ {4, 3}},
+        {/* 2D */ {4, 4}, /* 3D */ {1, 1}},
     };
     const int is3 = c->grid.dims == 3;
-    int k = best[is3][c->solver.precision == HEAT_FLOAT];
+    int k = best[needs_general(c)][is3][c->solver.precision == HEAT_FLOAT];
     const int axis = is3 ? 2 : 1;
     long long nw = c->grid.n[axis];
     if (c->parallel.ranks[axis] > 1) nw /= c->parallel.ranks[axis];

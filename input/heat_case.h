@@ -375,10 +375,11 @@ int heat_case_derive(heat_case *c, heat_error *err);
  * 8192^2): 3D float 3, 3D double 4, 2D float 8, 2D double 4; less where the
  * streaming axis (z in 3D, y in 2D; per rank where parallel.ranks cuts it)
  * has fewer than 8 k points, since a pass of k steps reads 2 k planes beyond
- * its block's own. 1 where nothing fuses: solver.backend = "cpu", another
- * kernel, or a general case (materials, sources, convective or flux faces),
- * which runs one step at a time. A table, not a measurement: it needs no GPU
- * and gives every rank the same answer. heat_case_derive applies it. */
+ * its block's own. A general case (materials, sources, convective or flux
+ * faces): 4 in 2D (both precisions), 1 in 3D, where its fused kernels are
+ * slower than single steps. 1 where nothing fuses: solver.backend = "cpu"
+ * or another kernel. A table, not a measurement: it needs no GPU and gives
+ * every rank the same answer. heat_case_derive applies it. */
 int heat_case_auto_depth(const heat_case *c);
 
 /* Makes a derived case run with exactly `dt` (a restart keeps its file's dt,

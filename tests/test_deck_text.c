@@ -289,6 +289,18 @@ static void test_temporal_auto(void **state)
                                  "material={conductivity=1.0; density=1.0; specific_heat=1.0;}",
                                  "boundary.x_lo={type=\"convective\"; h=10.0; ambient=0.0;}"),
                      1);
+    /* A general deck in 2D fuses 4 steps (the fastest measured), thin grids fewer. */
+    for (int p = 0; p < 2; p++) {
+        const char *prec = p ? "float" : "double";
+        assert_int_equal(auto_depth2("[8192, 8192, 1]", prec,
+                                     "material={conductivity=1.0; density=1.0; specific_heat=1.0;}",
+                                     "boundary.x_lo={type=\"flux\"; value=1.0;}"),
+                         4);
+        assert_int_equal(auto_depth2("[8192, 20, 1]", prec,
+                                     "material={conductivity=1.0; density=1.0; specific_heat=1.0;}",
+                                     "boundary.x_lo={type=\"flux\"; value=1.0;}"),
+                         2);
+    }
     for (int n = 3; n < 100; n += 7) {
         char pts[64];
         snprintf(pts, sizeof pts, "[%d, %d, %d]", n, n, n);
