@@ -170,6 +170,14 @@ typedef struct heat_mg_timing {
     double cycle_ms;  /* one whole cycle as the solver runs it (a CUDA graph on the GPU) */
     double copy_ms, copy_bytes; /* a copy of the field, for the memory ceiling */
     double reduction;           /* the residual's reduction per cycle over the timed cycles */
+    /* Mixed precision (filled by the CUDA backend for a double steady case of
+     * one material, else mixed_cycles 0): from the start field, corrections
+     * (the double residual, mixed_inner float V-cycles on it from zero, the
+     * float correction added in double) until the double residual fell by
+     * 1e-10; wall seconds, as the double solve is timed. */
+    int mixed_cycles, mixed_inner;
+    double mixed_s;
+    double mixed_reduction; /* the final residual over the first */
 } heat_mg_timing;
 
 int heat_backend_mg_bench(heat_backend *b, int runs, heat_mg_timing *t, heat_error *err);

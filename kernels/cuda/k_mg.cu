@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <new>
 #include <vector>
 
@@ -666,6 +667,7 @@ int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t strea
     *out = nullptr;
     cuda_mg *g = new (std::nothrow) cuda_mg();
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
+    g->c = *c;
     g->stream = stream;
     g->is_float = c->solver.precision == HEAT_FLOAT;
     int dev = 0;
@@ -730,6 +732,85 @@ int heat_cuda_mg_advance(cuda_mg *g, int64_t steps, double *residual, heat_error
 void heat_cuda_mg_info(const cuda_mg *g, heat_mg_info *info)
 {
     heat_mg_fill_info(g->m, &g->st, info);
+}
+
+/* ---- mixed precision: float cycles on the double residual -------------------------- */
+
+__global__ void mg_narrow_kernel(const double *r, float *b, long long n)
+{
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) b[i] = (float)r[i];
+}
+
+__global__ void mg_widen_add_kernel(double *x, const float *e, long long n)
+{
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] + (double)e[i];
+}
+
+int heat_cuda_mg_mixed(cuda_mg *g, double rel, int *cycles, int *inner_out, double *sec,
+                       double *reduction, heat_error *err)
+{
+    *cycles = 0, *inner_out = 0, *sec = 0, *reduction = 0;
+    const heat_mg *m = g->m;
+    if (g->is_float || m->implicit || m->singular || m->cls || g->point_l0) return HEAT_OK;
+    const long long np = m->lv[0].points;
+    heat_case cf = g->c;
+    cf.solver.precision = HEAT_FLOAT;
+    float *uf = nullptr, *vf = nullptr, *bf = nullptr;
+    cuda_mg *gf = nullptr;
+    MG_CUDA_CHECK(cudaMalloc(&uf, (size_t)np * sizeof(float)));
+    cudaError_t e = cudaMalloc(&vf, (size_t)np * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc(&bf, (size_t)np * sizeof(float));
+    if (e == cudaSuccess) e = cudaMemset(uf, 0, (size_t)np * sizeof(float));
+    if (e == cudaSuccess) e = cudaMemset(vf, 0, (size_t)np * sizeof(float));
+    int rc = e == cudaSuccess
+                 ? HEAT_OK
+                 : heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
+    if (!rc) rc = heat_cuda_mg_create(&cf, uf, vf, g->stream, nullptr, nullptr, &gf, err);
+    if (!rc) {
+        /* the float hierarchy solves A e = r: its finest right-hand side is
+         * the narrowed residual (held nodes keep a zero correction) */
+        gf->lf[0].b = bf;
+        cudaGraphExecDestroy(gf->graph);
+        gf->graph = nullptr;
+        rc = capture(gf, err);
+    }
+    double r0 = 0, r = 0, umax, wsum;
+    if (!rc) rc = op_norms(g, &r0, &umax, &wsum, err);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const unsigned blocks = blocks_of(np, 256);
+    /* float V-cycles per correction: 2 measured fastest (docs/PERFORMANCE.md);
+     * HEAT_CUDA_MG_MIXED_INNER sets it, for comparing */
+    const char *in = getenv("HEAT_CUDA_MG_MIXED_INNER");
+    const int inner = in && atoi(in) >= 1 ? atoi(in) : 2;
+    *inner_out = inner;
+    for (int n = 0; !rc && n < 200;) {
+        launch_pass<double, P_RESID>(g, g->ld[0], g->fd, true, 0, 0); /* r into x1 */
+        mg_narrow_kernel<<<blocks, 256, 0, g->stream>>>(g->ld[0].x1, bf, np);
+        note_launch(g);
+        e = cudaMemsetAsync(uf, 0, (size_t)np * sizeof(float), g->stream);
+        for (int i = 0; i < inner && e == cudaSuccess; i++)
+            e = cudaGraphLaunch(gf->graph, g->stream);
+        if (e != cudaSuccess) {
+            rc = heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
+            break;
+        }
+        mg_widen_add_kernel<<<blocks, 256, 0, g->stream>>>(g->ld[0].x0, uf, np);
+        note_launch(g);
+        rc = op_norms(g, &r, &umax, &wsum, err);
+        *cycles = ++n;
+        if (!(r > rel * r0)) break;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    *reduction = r0 > 0 ? r / r0 : 0;
+    heat_cuda_mg_destroy(gf);
+    cudaFree(uf);
+    cudaFree(vf);
+    cudaFree(bf);
+    return rc;
 }
 
 /* ---- heat bench --multigrid --------------------------------------------------------- */

@@ -187,7 +187,8 @@ static __device__ __forceinline__ void mg_norms_flush(mg_norms *norms, unsigned 
 /* ---- the state ------------------------------------------------------------------------- */
 
 struct cuda_mg {
-    heat_mg *m; /* geometry and sizes; its per-node arrays dropped once uploaded */
+    heat_case c; /* the case it was made for (its arrays borrowed) */
+    heat_mg *m;  /* geometry and sizes; its per-node arrays dropped once uploaded */
     bool is_float;
     cudaStream_t stream;
     int sms;
@@ -222,5 +223,13 @@ int heat_cuda_mg_finish(cuda_mg *g, heat_error *err);
 
 /* The level kernels one by one (the solver replays them as a graph). */
 extern const heat_mg_ops heat_cuda_mg_launch_ops;
+
+/* Mixed precision on a double steady hierarchy g of one material
+ * (heat_mg_timing's mixed_*): from g's field, corrections of the double
+ * residual, *inner float V-cycles on it from zero (a float hierarchy of the
+ * same case) and the correction added in double, until max |du/dt| fell by
+ * `rel` or 200 corrections; *cycles 0 where g is not such a hierarchy. */
+int heat_cuda_mg_mixed(cuda_mg *g, double rel, int *cycles, int *inner, double *sec,
+                       double *reduction, heat_error *err);
 
 #endif
