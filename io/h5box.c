@@ -49,7 +49,7 @@ int heat_file_read_box(const char *path, const heat_file_meta *m, heat_precision
                                   "corrupt: the field fails its Fletcher-32 checksum (%s)", cause)
                  : heat_error_set(err, HEAT_ERUNTIME, "corrupt: cannot read the field: %s", cause);
     }
-    const int64_t bad = rc ? -1 : heat_h5_first_nonfinite(field, n[0] * n[1] * n[2], as);
+    const int64_t bad = rc ? -1 : heat_first_nonfinite(field, n[0] * n[1] * n[2], as);
     if (bad >= 0)
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "corrupt: the field holds NaN or Inf, which no field of a run holds: "

@@ -718,8 +718,7 @@ out:
     return rc;
 }
 
-/* The index of the first NaN or Inf of n values of precision `p`, or -1. */
-int64_t heat_h5_first_nonfinite(const void *field, int64_t n, heat_precision p)
+int64_t heat_first_nonfinite(const void *field, int64_t n, heat_precision p)
 {
     int64_t first = n;
     if (p == HEAT_FLOAT) {
@@ -764,7 +763,7 @@ int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precisi
     if (fid >= 0) H5Fclose(fid);
     if (fapl >= 0) H5Pclose(fapl);
     H5Eclear2(H5E_DEFAULT);
-    const int64_t bad = rc ? -1 : heat_h5_first_nonfinite(field, m->n[0] * m->n[1] * m->n[2], as);
+    const int64_t bad = rc ? -1 : heat_first_nonfinite(field, m->n[0] * m->n[1] * m->n[2], as);
     if (bad >= 0)
         rc = heat_error_set(err, HEAT_ERUNTIME,
                             "corrupt: the field holds NaN or Inf (first at value %lld), which no "

@@ -98,6 +98,12 @@ int heat_file_read_field(const char *path, const heat_file_meta *m, heat_precisi
 /* Frees what heat_file_read_meta allocated; safe on a zeroed struct. */
 void heat_file_meta_free(heat_file_meta *m);
 
+/* The index of the first NaN or Inf of n values of precision `p`, or -1
+ * when all are finite. Read fields are scanned (the fill value of field
+ * files is NaN: a chunk HDF5 did not find reads as NaN), and fields are
+ * scanned before they are written. */
+int64_t heat_first_nonfinite(const void *field, int64_t n, heat_precision p);
+
 /* Compares a case (the deck of a restart) with a file's metadata: grid
  * (points, length, origin), precision, boundary conditions and diffusivity
  * must be the same. Returns HEAT_EINPUT listing every difference, each with

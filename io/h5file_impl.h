@@ -36,11 +36,6 @@ void heat_h5_chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3]);
  * 0 with what is wrong in what[n]. */
 int heat_h5_chunks_complete(hid_t ds, char *what, size_t n);
 
-/* The index of the first NaN or Inf of n values of precision `p`, or -1.
- * The fill value of field files is NaN: a chunk HDF5 did not find reads as
- * NaN, so a read field is scanned. */
-int64_t heat_h5_first_nonfinite(const void *field, int64_t n, heat_precision p);
-
 /* Whether this file write is the one HEAT_TEST_FAIL_WRITE=n asks to fail
  * (counts every call of the process). */
 int heat_h5_injected_failure(void);

@@ -412,7 +412,8 @@ static int write_fields(run_state *s, int kinds, double now, heat_error *err)
     int rc = heat_output_acquire(s->out, &buf, err);
     if (!rc) rc = heat_backend_download(s->b, buf, err);
     /* A field that blew up between checks is never written. */
-    const int64_t bad = rc ? -1 : heat_field_first_nonfinite(s->c, buf, field_points(s));
+    const int64_t bad =
+        rc ? -1 : heat_first_nonfinite(buf, field_points(s), s->c->solver.precision);
     if (bad >= 0) {
         char node[96];
         heat_node_text(s->part.lo, s->part.n, bad, node, sizeof node);

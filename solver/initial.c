@@ -175,23 +175,6 @@ void heat_initial_apply_dirichlet_box(const heat_case *c, const int64_t box_lo[3
     }
 }
 
-int64_t heat_field_first_nonfinite(const heat_case *c, const void *field, int64_t n)
-{
-    int64_t first = n;
-    if (c->solver.precision == HEAT_FLOAT) {
-        const float *f = field;
-#pragma omp parallel for reduction(min : first)
-        for (int64_t i = 0; i < n; i++)
-            if (!isfinite(f[i]) && i < first) first = i;
-    } else {
-        const double *f = field;
-#pragma omp parallel for reduction(min : first)
-        for (int64_t i = 0; i < n; i++)
-            if (!isfinite(f[i]) && i < first) first = i;
-    }
-    return first < n ? first : -1;
-}
-
 double heat_field_max_abs(const heat_case *c, const void *field, int64_t n)
 {
     double m = 0;

@@ -40,9 +40,6 @@ int heat_initial_fill_box(const heat_case *c, const int64_t lo[3], const int64_t
  * the other types. For `heat check`. */
 int heat_initial_check_file(const heat_case *c, FILE *notices, heat_error *err);
 
-/* The index of the first of the n values of `field` (the case's precision)
- * that is NaN or Inf, or -1 when all are finite. */
-int64_t heat_field_first_nonfinite(const heat_case *c, const void *field, int64_t n);
 
 /* max |u| over the n values of `field`; NaN when a value is NaN. */
 double heat_field_max_abs(const heat_case *c, const void *field, int64_t n);
