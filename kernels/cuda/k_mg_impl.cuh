@@ -224,8 +224,9 @@ int heat_cuda_mg_finish(cuda_mg *g, heat_error *err);
 /* The level kernels one by one (the solver replays them as a graph). */
 extern const heat_mg_ops heat_cuda_mg_launch_ops;
 
-/* Mixed precision on a double steady hierarchy g of one material
- * (heat_mg_timing's mixed_*): from g's field, corrections of the double
+/* Mixed precision on a double steady hierarchy g of a case that is not
+ * general (one material, no sources, convective or flux faces;
+ * heat_mg_timing's mixed_*): from g's field, corrections of the double
  * residual, *inner float V-cycles on it from zero (a float hierarchy of the
  * same case) and the correction added in double, until max |du/dt| fell by
  * `rel` or 200 corrections; *cycles 0 where g is not such a hierarchy. */
