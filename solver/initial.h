@@ -40,7 +40,6 @@ int heat_initial_fill_box(const heat_case *c, const int64_t lo[3], const int64_t
  * the other types. For `heat check`. */
 int heat_initial_check_file(const heat_case *c, FILE *notices, heat_error *err);
 
-
 /* max |u| over the n values of `field`; NaN when a value is NaN. */
 double heat_field_max_abs(const heat_case *c, const void *field, int64_t n);
 

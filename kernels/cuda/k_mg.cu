@@ -753,8 +753,7 @@ int heat_cuda_mg_mixed(cuda_mg *g, double rel, int *cycles, int *inner_out, doub
 {
     *cycles = 0, *inner_out = 0, *sec = 0, *reduction = 0;
     const heat_mg *m = g->m;
-    if (g->is_float || g->c.d.general || m->implicit || m->singular || g->point_l0)
-        return HEAT_OK;
+    if (g->is_float || g->c.d.general || m->implicit || m->singular || g->point_l0) return HEAT_OK;
     const long long np = m->lv[0].points;
     heat_case cf = g->c;
     cf.solver.precision = HEAT_FLOAT;
