@@ -296,16 +296,17 @@ static int split_ranks(const heat_case *c, int ranks_opt)
 /* The split over n ranks (known to fit). */
 static void print_split(const heat_case *c, int n, const int ranks[3])
 {
-    if (n == 1 && heat_case_multigrid(c)) {
-        printf("split           one process (multigrid runs in one process in this version)\n");
-        return;
-    }
     if (n == 1) {
         printf("split           one process (under mpirun -np N the grid is split over N ranks; "
                "heat check --ranks N shows how)\n");
         return;
     }
     heat_par_print_split(stdout, c, ranks);
+    if (heat_case_multigrid(c))
+        printf("                multigrid: each rank holds its box of the fine levels; from the "
+               "first level of at most %d nodes (or where a rank would own fewer than 2 nodes "
+               "along a cut axis) every rank holds the coarse levels whole\n",
+               HEAT_MG_GATHER_POINTS);
     if (heat_par_size(heat_par_world()) != n)
         printf("                (for mpirun -np %d; this check runs as %d process%s)\n", n,
                heat_par_size(heat_par_world()), heat_par_size(heat_par_world()) == 1 ? "" : "es");
@@ -330,13 +331,8 @@ int heat_cmd_check(const heat_cli_args *a)
     /* A split that does not fit the grid is a deck error too. */
     const int n = split_ranks(&c, a->ranks);
     int ranks[3] = {1, 1, 1};
-    if (n > 1 && heat_case_multigrid(&c)) { /* as heat run refuses it */
-        fprintf(stderr,
-                "heat: invalid deck:\n%s runs in one process in this version: %s, or use the "
-                "explicit method\n",
-                heat_case_multigrid_words(&c),
-                a->ranks > 0 ? "check it without --ranks (or with --ranks 1)"
-                             : "start it without mpirun (or with -np 1)");
+    if (n > 1 && heat_case_multigrid(&c) && heat_mg_split_check(&c, &err)) { /* as heat run */
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }
     if (n > 1 && heat_decomp_split(&c, n, ranks, &err)) {

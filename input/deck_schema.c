@@ -395,8 +395,7 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
 }
 
 /* What multigrid cannot combine with: a steady multigrid solve has no time
- * scheme; neither runs over several processes in this version (the deck's
- * parallel.ranks; a run under mpirun is refused by the driver). */
+ * scheme. */
 static void check_multigrid(vctx *v, const config_setting_t *root, const heat_case *c)
 {
     if (heat_case_steady_multigrid(c) && heat_case_implicit(c))
@@ -404,19 +403,6 @@ static void check_multigrid(vctx *v, const config_setting_t *root, const heat_ca
                       "steady.method = \"multigrid\" solves the steady state directly, without "
                       "time steps: use time.scheme = \"explicit\" (or leave it out), or "
                       "steady.method = \"explicit\" to march implicit steps to the steady state");
-    const config_setting_t *pg = MEMBER(root, "parallel");
-    const config_setting_t *r = pg && config_setting_is_group(pg) ? MEMBER(pg, "ranks") : NULL;
-    if (heat_case_multigrid(c) && r && (config_setting_is_array(r) || config_setting_is_list(r)) &&
-        config_setting_length(r) == 3) {
-        int64_t p = 1, e;
-        for (unsigned i = 0; i < 3; i++)
-            if (heat_deck_as_int64(config_setting_get_elem(r, i), &e)) p *= e;
-        if (p > 1)
-            heat_deck_bad(v, r,
-                          "multigrid (steady.method = \"multigrid\" or an implicit time.scheme) "
-                          "runs in one process in this version: use parallel.ranks = [1, 1, 1] "
-                          "or the explicit method");
-    }
 }
 
 void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c)

@@ -6,6 +6,7 @@
 
 int heat_split_depth(const heat_case *c)
 {
+    if (heat_case_multigrid(c)) return 1; /* no fused steps; multigrid's levels take one layer */
     return c->solver.temporal_block > 1 ? c->solver.temporal_block : 1;
 }
 

@@ -42,6 +42,13 @@ typedef struct heat_halo_comm {
     /* Collective over the ranks of this node: `mine` of every one of them,
      * in node-rank order, into all[node_size * bytes]. */
     int (*node_allgather)(void *ctx, const void *mine, void *all, size_t bytes);
+    /* Collective: v[i] becomes the largest (sum 0; NaN as Inf) or the sum
+     * (in MPI's order) over every rank. */
+    void (*reduce)(void *ctx, double *v, int n, int sum);
+    /* Collective: each rank's bytes[r] bytes at `mine`, in rank order, into
+     * `all` on every rank. */
+    int (*allgatherv)(void *ctx, const void *mine, void *all, const size_t *bytes,
+                      heat_error *err);
     int node_rank, node_size; /* this rank among the ranks of its node */
     /* The MPI library says that it takes GPU memory (MPIX_Query_cuda_support). */
     int gpu_aware;

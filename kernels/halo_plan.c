@@ -58,11 +58,11 @@ static hmsg face_msg(const heat_halo_plan *p, int face, int ph, const int spans[
     return m;
 }
 
-static void plan_messages(heat_halo_plan *p)
+static void plan_messages(heat_halo_plan *p, int corners)
 {
     int cut_axes = 0;
     for (int a = 0; a < 3; a++) cut_axes += p->gv[2 * a] || p->gv[2 * a + 1];
-    const int phased = p->depth > 1 && cut_axes > 1;
+    const int phased = (p->depth > 1 || corners) && cut_axes > 1;
     int spans[3] = {0, 0, 0};
     size_t off = 0;
     p->nphase = 0;
@@ -135,8 +135,15 @@ void heat_halo_plan_init(heat_halo_plan *p, const heat_case *c, const heat_part 
     p->sy = p->ext[0];
     p->sz = p->ext[0] * p->ext[1];
     p->values = p->sz * p->ext[2];
-    plan_messages(p);
+    plan_messages(p, 0);
     plan_regions(p);
+}
+
+void heat_halo_plan_corners(heat_halo_plan *p)
+{
+    memset(p->nmsg, 0, sizeof p->nmsg);
+    memset(p->msg, 0, sizeof p->msg);
+    plan_messages(p, 1);
 }
 
 hbox heat_halo_grow(const heat_halo_plan *p, int e)

@@ -91,6 +91,11 @@ typedef struct heat_halo_plan {
 /* Lays out the part of `c`; xalign >= 1 values. */
 void heat_halo_plan_init(heat_halo_plan *p, const heat_case *c, const heat_part *part, int xalign);
 
+/* Re-plans the exchange in phases (x, y, z, each spanning the ghosts of the
+ * axes before it) whatever the depth, so that ghost edges and corners are
+ * filled too (multigrid's transfers read them). */
+void heat_halo_plan_corners(heat_halo_plan *p);
+
 /* Whether the part has any face with a neighbour. */
 int heat_halo_any(const heat_halo_plan *p);
 

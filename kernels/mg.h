@@ -63,6 +63,7 @@
 
 #include "heat_case.h"
 #include "heat_error.h"
+#include "heat_split.h"
 
 #define HEAT_MG_LEVELS_MAX 64
 #define HEAT_MG_DIRECT_MAX 512 /* unknowns of the coarsest level, solved by a dense inverse */
@@ -94,7 +95,16 @@ typedef struct heat_mg_axis {
 
 typedef struct heat_mg_level {
     heat_mg_axis ax[3];
-    int64_t n[3], points;
+    int64_t n[3];
+    /* The box of the level that its arrays (t, dg, a backend's x and b)
+     * cover: array node (i, j, k) is level node lo + (i, j, k), wrapped
+     * (lo[d] may be -1 on a periodic axis). In one process, and on the
+     * levels every rank holds whole, the whole level (lo 0, bn = n); on a
+     * rank's share of a split level, the nodes it owns with gl[d] and gh[d]
+     * (0 or 1) ghost layers at the low and high face of axis d, where a
+     * neighbour rank lies. points: the box's nodes. */
+    int64_t lo[3], bn[3], points;
+    int gl[3], gh[3];
     double *t[3]; /* coarse levels: T of face i along each axis, per node; NULL on level 0 */
     double *dg;   /* coarse levels: D per node (NULL when zero everywhere) */
     double lmax;  /* Gershgorin bound of the eigenvalues of D^-1 A */
@@ -115,6 +125,7 @@ typedef struct heat_mg {
     double rhoc[HEAT_MATERIALS_MAX];
     uint8_t mat[HEAT_CLASSES_MAX];
     const uint8_t *cls; /* borrowed from the backend; NULL: material 0 everywhere */
+    int64_t clo[3], cn[3]; /* the grid box cls covers (wrapped as a level's box) */
     double *dg0;        /* D of the finest level per node, or NULL when zero */
     double *b0;         /* b of the steady problem per node, or NULL when zero */
     /* The coarsest level's unknowns (node indices) and the inverse of its
@@ -130,6 +141,11 @@ typedef struct heat_mg {
     double eps;        /* the precision's machine epsilon */
     double tolerance;  /* an implicit step's solve: its residual over its right-hand side's */
     double weight;     /* the sum of (rho c) V over the nodes not held */
+    /* A hierarchy split over ranks (heat_mg_build_part): levels 0 .. gather
+     * - 1 are split, each rank holding its box; from level `gather` on,
+     * every rank holds every level whole (the `tail` hierarchy). 0 in one
+     * process. */
+    int gather;
 } heat_mg;
 
 /* Builds the hierarchy of the case (derived; heat_case_multigrid) with the
@@ -140,6 +156,59 @@ typedef struct heat_mg {
  */
 int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, heat_mg **out,
                   heat_error *err);
+
+/* ---- a hierarchy split over ranks ------------------------------------------
+ * Under MPI each rank holds its box of the fine levels: the nodes whose
+ * position on the finest grid lies in its part, with one ghost layer on each
+ * face with a neighbour (edges and corners included). Every node's
+ * arithmetic is the one-process run's, so the results do not depend on the
+ * split. Once a level gets small (HEAT_MG_GATHER_POINTS, or a rank would
+ * own fewer than 2 nodes along a cut axis), it is gathered onto every rank,
+ * and every rank runs the coarse levels below it whole, alike. */
+
+#define HEAT_MG_GATHER_POINTS 32768
+
+/* What the split build needs from the ranks (kernels/ knows no MPI). */
+typedef struct heat_mg_dist {
+    const heat_case *c;
+    heat_part part; /* this rank's part of the finest level (depth 1) */
+    void *ctx;
+    /* Fills the ghost layers of `a` (values of `vs` bytes over level l's
+     * box) from the ranks that own them. */
+    int (*exchange)(void *ctx, const heat_mg *m, int l, void *a, size_t vs, heat_error *err);
+    /* Collective: v[i] becomes the largest (sum 0; NaN as Inf) or the sum
+     * (in MPI's order) over every rank. */
+    void (*reduce)(void *ctx, double *v, int n, int sum);
+    /* Collective: each rank's `bytes[r]` bytes at `mine`, in rank order,
+     * into all on every rank. */
+    int (*allgatherv)(void *ctx, const void *mine, void *all, const size_t *bytes,
+                      heat_error *err);
+} heat_mg_dist;
+
+/* Whether c's multigrid can be split over ranks: HEAT_EINPUT saying why not
+ * for a singular steady problem (its kept mean needs a sum over the grid,
+ * which would depend on the split) and for a grid small enough to be the
+ * coarsest level. */
+int heat_mg_split_check(const heat_case *c, heat_error *err);
+
+/* The split hierarchy of c: *out the split levels (this rank's boxes; the
+ * axes of every level), *tail the levels from out->gather on, whole. cls
+ * (NULL for a case that is not general) covers the grid box clo, cn, which
+ * must reach 2 layers beyond the part on each face with a neighbour.
+ * HEAT_EINPUT (the same on every rank) as heat_mg_split_check. */
+int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8_t *cls,
+                       const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
+                       heat_mg **out, heat_mg **tail, heat_error *err);
+
+/* Level l's box of `a` (values of vs bytes): this rank's owned nodes from
+ * every rank into `full` (the whole level, x fastest), on every rank;
+ * and back: the box's nodes, ghosts included, from `full`. */
+int heat_mg_gather(const heat_mg *m, const heat_mg_dist *dist, int l, size_t vs, const void *a,
+                   void *full, heat_error *err);
+void heat_mg_scatter(const heat_mg *m, int l, size_t vs, const void *full, void *a);
+
+/* The index in level L's box of level node (i, j, k). */
+int64_t heat_mg_box_node(const heat_mg_level *L, int64_t i, int64_t j, int64_t k);
 
 /* For a steady multigrid case whose problem is singular (no Dirichlet or
  * convective face): HEAT_EINPUT when the heat its sources and faces put in

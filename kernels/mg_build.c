@@ -141,6 +141,50 @@ static int64_t wrap(int64_t i, int64_t n)
     return i < 0 ? n - 1 : (i >= n ? 0 : i);
 }
 
+/* The index along one axis, in a box starting at lo of an axis of n nodes,
+ * of node g of the axis (a box spans at most one period). */
+static int64_t box_at(int64_t g, int64_t lo, int64_t n)
+{
+    int64_t r = g - lo;
+    if (r < 0) r += n;
+    else if (r >= n) r -= n;
+    return r;
+}
+
+/* The level node of box index i along axis d. */
+static int64_t box_node(const heat_mg_level *L, int d, int64_t i)
+{
+    int64_t g = L->lo[d] + i;
+    if (g < 0) g += L->n[d];
+    else if (g >= L->n[d]) g -= L->n[d];
+    return g;
+}
+
+/* The whole level as its box. */
+static void whole_box(heat_mg_level *L)
+{
+    L->points = 1;
+    for (int d = 0; d < 3; d++) {
+        L->lo[d] = 0, L->bn[d] = L->n[d], L->gl[d] = L->gh[d] = 0;
+        L->points *= L->n[d];
+    }
+}
+
+int64_t heat_mg_box_node(const heat_mg_level *L, int64_t i, int64_t j, int64_t k)
+{
+    return (box_at(k, L->lo[2], L->n[2]) * L->bn[1] + box_at(j, L->lo[1], L->n[1])) * L->bn[0] +
+           box_at(i, L->lo[0], L->n[0]);
+}
+
+/* Whether box index (i, j, k) is a node the rank owns (not a ghost). */
+static int owned(const heat_mg_level *L, int64_t i, int64_t j, int64_t k)
+{
+    const int64_t b[3] = {i, j, k};
+    for (int d = 0; d < 3; d++)
+        if (b[d] < L->gl[d] || b[d] >= L->bn[d] - L->gh[d]) return 0;
+    return 1;
+}
+
 static int held(const heat_mg_level *L, const int64_t ix[3])
 {
     for (int d = 0; d < 3; d++)
@@ -151,12 +195,21 @@ static int held(const heat_mg_level *L, const int64_t ix[3])
 
 static int64_t node(const heat_mg_level *L, const int64_t ix[3])
 {
-    return (ix[2] * L->n[1] + ix[1]) * L->n[0] + ix[0];
+    return heat_mg_box_node(L, ix[0], ix[1], ix[2]);
 }
 
-static int material(const heat_mg *m, int64_t p)
+/* The class of grid node ix (cls covers the box clo, cn). */
+static int cls_at(const heat_mg *m, const int64_t ix[3])
 {
-    return m->cls ? m->mat[m->cls[p]] : 0;
+    const int64_t *n = m->lv[0].n;
+    return m->cls[(box_at(ix[2], m->clo[2], n[2]) * m->cn[1] + box_at(ix[1], m->clo[1], n[1])) *
+                      m->cn[0] +
+                  box_at(ix[0], m->clo[0], n[0])];
+}
+
+static int material(const heat_mg *m, const int64_t ix[3])
+{
+    return m->cls ? m->mat[cls_at(m, ix)] : 0;
 }
 
 /* T of face ix[d] of axis d at the transverse position of ix, on level l.
@@ -169,7 +222,7 @@ static double face_t(const heat_mg *m, int l, int d, const int64_t ix[3])
     q[d] = wrap(q[d] + 1, L->n[d]);
     const int e = d == 0 ? 1 : 0, f = d == 2 ? 1 : 2;
     const double area = L->ax[e].v[ix[e]] * L->ax[f].v[ix[f]];
-    const double k = m->kf[material(m, node(L, ix)) * m->nmat + material(m, node(L, q))];
+    const double k = m->kf[material(m, ix) * m->nmat + material(m, q)];
     return k * (L->ax[d].ih[ix[d]] * area);
 }
 
@@ -219,7 +272,7 @@ static void face_terms(const heat_mg *m, const heat_case *c, const int64_t ix[3]
                        double *bb)
 {
     const heat_mg_level *L = &m->lv[0];
-    const int a = material(m, node(L, ix));
+    const int a = material(m, ix);
     const double ka = c->d.general ? c->materials.m[a].k : c->alpha;
     for (int d = 0; d < c->grid.dims; d++)
         for (int side = 0; side < 2; side++) {
@@ -231,7 +284,7 @@ static void face_terms(const heat_mg *m, const heat_case *c, const int64_t ix[3]
             q[d] = side ? L->n[d] - 2 : 1;
             const int e = d == 0 ? 1 : 0, f = d == 2 ? 1 : 2;
             const double area = L->ax[e].v[ix[e]] * L->ax[f].v[ix[f]];
-            const double kf = m->kf[a * m->nmat + material(m, node(L, q))] / m->theta;
+            const double kf = m->kf[a * m->nmat + material(m, q)] / m->theta;
             if (bc->type == HEAT_BC_NEUMANN) *bb += kf * area * bc->gradient;
             if (bc->type == HEAT_BC_FLUX) *bb += kf * area * bc->value / ka;
             if (bc->type == HEAT_BC_CONVECTIVE) {
@@ -273,20 +326,24 @@ static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int 
     if (need_d && !(m->dg0 = calloc((size_t)np, sizeof *m->dg0))) return -1;
     if (need_b && !(m->b0 = calloc((size_t)np, sizeof *m->b0))) return -1;
     double s = 0, sa = 0, w = 0;
+    /* Every node of the box (ghosts too: the coarse levels' D restricts
+     * them); the sums over the nodes owned. */
 #pragma omp parallel for collapse(2) schedule(static) reduction(+ : s, sa, w)
-    for (int64_t z = 0; z < L->n[2]; z++)
-        for (int64_t y = 0; y < L->n[1]; y++)
-            for (int64_t x = 0; x < L->n[0]; x++) {
+    for (int64_t bz = 0; bz < L->bn[2]; bz++)
+        for (int64_t by = 0; by < L->bn[1]; by++)
+            for (int64_t bx = 0; bx < L->bn[0]; bx++) {
+                const int64_t x = box_node(L, 0, bx), y = box_node(L, 1, by), z = box_node(L, 2, bz);
                 const int64_t ix[3] = {x, y, z}, p = node(L, ix);
                 if (held(L, ix)) continue;
                 const double vol = L->ax[0].v[x] * L->ax[1].v[y] * L->ax[2].v[z];
-                const int a = material(m, p);
+                const int a = material(m, ix);
                 double dd = m->implicit ? m->rhoc[a] / m->dt * vol : 0.0;
-                double bb = m->cls && k ? k->power[m->cls[p]] * vol : 0.0;
+                double bb = m->cls && k ? k->power[cls_at(m, ix)] * vol : 0.0;
                 face_terms(m, c, ix, &dd, &bb);
                 if (m->dg0) m->dg0[p] = dd;
-                w += m->rhoc[a] * vol;
                 if (m->b0) m->b0[p] = bb;
+                if (!owned(L, bx, by, bz)) continue;
+                w += m->rhoc[a] * vol;
                 s += bb, sa += fabs(bb);
             }
     *net = s, *mag = sa;
@@ -373,12 +430,32 @@ static int add_level_axes(heat_mg *m, int l, const double h[3])
     int coarsen[3];
     if (!choose_axes(m, l, h, coarsen)) return 1;
     heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
-    C->points = 1;
     for (int d = 0; d < 3; d++) {
         if (coarsen_axis(&F->ax[d], &C->ax[d], coarsen[d], h[d])) return -1;
-        C->n[d] = C->ax[d].n, C->points *= C->n[d];
+        C->n[d] = C->ax[d].n;
     }
+    whole_box(C);
     m->levels = l + 2;
+    return 0;
+}
+
+/* The coefficients of level l + 1 (its axes and box set) from level l, at
+ * the nodes of its box that the rank owns; -1 when out of memory. */
+static int level_arrays(heat_mg *m, int l)
+{
+    heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
+    for (int d = 0; d < 3; d++)
+        if (!(C->t[d] = calloc((size_t)C->points, sizeof *C->t[d]))) return -1;
+    if ((l == 0 ? m->dg0 != NULL : F->dg != NULL) &&
+        !(C->dg = calloc((size_t)C->points, sizeof *C->dg)))
+        return -1;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t bz = C->gl[2]; bz < C->bn[2] - C->gh[2]; bz++)
+        for (int64_t by = C->gl[1]; by < C->bn[1] - C->gh[1]; by++)
+            for (int64_t bx = C->gl[0]; bx < C->bn[0] - C->gh[0]; bx++) {
+                const int64_t ix[3] = {box_node(C, 0, bx), box_node(C, 1, by), box_node(C, 2, bz)};
+                coarse_node(m, l, ix);
+            }
     return 0;
 }
 
@@ -387,20 +464,7 @@ static int add_level(heat_mg *m, int l, const double h[3])
 {
     const int rc = add_level_axes(m, l, h);
     if (rc) return rc;
-    heat_mg_level *F = &m->lv[l], *C = &m->lv[l + 1];
-    for (int d = 0; d < 3; d++)
-        if (!(C->t[d] = malloc(sizeof *C->t[d] * (size_t)C->points))) return -1;
-    if ((l == 0 ? m->dg0 != NULL : F->dg != NULL) &&
-        !(C->dg = malloc(sizeof *C->dg * (size_t)C->points)))
-        return -1;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t z = 0; z < C->n[2]; z++)
-        for (int64_t y = 0; y < C->n[1]; y++)
-            for (int64_t x = 0; x < C->n[0]; x++) {
-                const int64_t ix[3] = {x, y, z};
-                coarse_node(m, l, ix);
-            }
-    return 0;
+    return level_arrays(m, l);
 }
 
 /* The finest level's axes and sizes (the only level), and the grid's
@@ -409,12 +473,12 @@ static int fine_level(heat_mg *m, const heat_case *c, double h[3])
 {
     heat_mg_level *L = &m->lv[0];
     m->levels = 1;
-    L->points = 1;
     for (int d = 0; d < 3; d++) {
         if (fine_axis(c, d, &L->ax[d])) return -1;
-        L->n[d] = L->ax[d].n, L->points *= L->n[d];
+        L->n[d] = L->ax[d].n;
         h[d] = d < c->grid.dims ? c->d.h[d] : 1.0;
     }
+    whole_box(L);
     return 0;
 }
 
@@ -429,18 +493,26 @@ static int64_t unknowns(const heat_mg_level *L)
 
 /* lmax: 2 on the finest level (Gershgorin: 1 + sum T / (sum T + D) <= 2),
  * the rows' own bound on coarse ones; then the Chebyshev coefficients. */
-static void smoother(heat_mg *m, int l)
+static double level_lmax(const heat_mg *m, int l)
 {
-    heat_mg_level *L = &m->lv[l];
+    const heat_mg_level *L = &m->lv[l];
     double lmax = l == 0 ? 2.0 : 0.0;
-    for (int64_t z = 0; l > 0 && z < L->n[2]; z++)
-        for (int64_t y = 0; y < L->n[1]; y++)
-            for (int64_t x = 0; x < L->n[0]; x++) {
-                const int64_t ix[3] = {x, y, z};
+    for (int64_t bz = L->gl[2]; l > 0 && bz < L->bn[2] - L->gh[2]; bz++)
+        for (int64_t by = L->gl[1]; by < L->bn[1] - L->gh[1]; by++)
+            for (int64_t bx = L->gl[0]; bx < L->bn[0] - L->gh[0]; bx++) {
+                const int64_t ix[3] = {box_node(L, 0, bx), box_node(L, 1, by), box_node(L, 2, bz)};
                 if (held(L, ix)) continue;
                 const double st = sum_t(m, l, ix), diag = st + diag_term(m, l, node(L, ix));
                 if (diag > 0 && 1.0 + st / diag > lmax) lmax = 1.0 + st / diag;
             }
+    return lmax;
+}
+
+/* The smoother's coefficients from lmax (level_lmax: over the nodes this
+ * rank owns, so a split level takes the largest of every rank's). */
+static void smoother_from(heat_mg *m, int l, double lmax)
+{
+    heat_mg_level *L = &m->lv[l];
     L->lmax = lmax > 0 ? lmax : 1.0;
     /* Chebyshev smoothing split across the cycle (Richardson steps at the
      * roots of the Chebyshev polynomial of degree 2 HEAT_MG_SWEEPS on [a, b],
@@ -466,6 +538,11 @@ static void smoother(heat_mg *m, int l)
         L->cheb[s][0] = 0.0;
         L->cheb[s][1] = 1.0 / root;
     }
+}
+
+static void smoother(heat_mg *m, int l)
+{
+    smoother_from(m, l, level_lmax(m, l));
 }
 
 /* Inverts the n x n matrix a in place (Gauss-Jordan with partial pivoting:
@@ -568,14 +645,13 @@ static int check_balance(double net, double mag, heat_error *err)
         net, mag);
 }
 
-int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, heat_mg **out,
-                  heat_error *err)
+/* A hierarchy's settings, its tables and its finest level (NULL when out of
+ * memory); h: the grid's spacings. */
+static heat_mg *new_hierarchy(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
+                              double h[3])
 {
-    *out = NULL;
-    if (c->d.general && (!cls || !k))
-        return heat_error_set(err, HEAT_ERUNTIME, "multigrid: the material classes are missing");
     heat_mg *m = calloc(1, sizeof *m);
-    if (!m) return oom(m, err);
+    if (!m) return NULL;
     m->implicit = heat_case_implicit(c);
     m->theta = m->implicit ? c->d.theta : 1.0;
     m->dt = c->d.dt;
@@ -584,8 +660,35 @@ int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, 
     m->tolerance = c->solver.implicit_tolerance;
     m->diag_scale = (m->implicit ? 1.0 / m->dt : 0.0) + m->theta / c->d.dt_max;
     m->cls = c->d.general ? cls : NULL;
+    if (fine_tables(m, c, k) || fine_level(m, c, h)) {
+        heat_mg_free(m);
+        return NULL;
+    }
+    for (int d = 0; d < 3; d++) m->clo[d] = 0, m->cn[d] = m->lv[0].n[d];
+    return m;
+}
+
+/* The axes of every level below the finest, as heat_mg_build adds them;
+ * -1 when out of memory. */
+static int all_axes(heat_mg *m, const double h[3])
+{
+    for (int l = 0; unknowns(&m->lv[l]) > HEAT_MG_DIRECT_MAX && l + 1 < HEAT_MG_LEVELS_MAX; l++) {
+        const int rc = add_level_axes(m, l, h);
+        if (rc < 0) return -1;
+        if (rc > 0) break;
+    }
+    return 0;
+}
+
+int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, heat_mg **out,
+                  heat_error *err)
+{
+    *out = NULL;
+    if (c->d.general && (!cls || !k))
+        return heat_error_set(err, HEAT_ERUNTIME, "multigrid: the material classes are missing");
     double h[3];
-    if (fine_tables(m, c, k) || fine_level(m, c, h)) return oom(m, err);
+    heat_mg *m = new_hierarchy(c, cls, k, h);
+    if (!m) return oom(m, err);
     double net, mag;
     if (fine_terms(m, c, k, 1, &net, &mag)) return oom(m, err);
     if (m->singular && check_balance(net, mag, err)) {
@@ -617,6 +720,7 @@ int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coe
     m->cls = c->d.general ? cls : NULL;
     double h[3];
     if (fine_tables(m, c, k) || fine_level(m, c, h)) return oom(m, err);
+    for (int d = 0; d < 3; d++) m->clo[d] = 0, m->cn[d] = m->lv[0].n[d];
     double net, mag;
     fine_terms(m, c, k, 0, &net, &mag);
     heat_mg_free(m);
@@ -685,4 +789,219 @@ int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err
                         c->solver.precision == HEAT_FLOAT ? 4 : 8);
     heat_mg_free(m);
     return HEAT_OK;
+}
+
+/* ---- a hierarchy split over ranks ------------------------------------------------ */
+
+int heat_mg_split_check(const heat_case *c, heat_error *err)
+{
+    if (heat_case_steady_multigrid(c) && heat_case_singular(c))
+        return heat_error_set(
+            err, HEAT_EINPUT,
+            "steady.method = \"multigrid\" with no Dirichlet or convective face keeps the initial "
+            "mean, a sum over the whole grid that a split would round differently: run it in one "
+            "process (without mpirun, or with -np 1), or make a face Dirichlet or convective");
+    int levels;
+    double bytes;
+    int rc = heat_mg_plan(c, &levels, &bytes, err);
+    if (!rc && levels == 1)
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "multigrid: the grid has at most %d unknowns, so its one level is "
+                            "solved directly, in one process: run it without mpirun (or with "
+                            "-np 1)",
+                            HEAT_MG_DIRECT_MAX);
+    return rc;
+}
+
+/* The nodes of axis `ax` whose finest position lies in [a, a + na): from
+ * *j0, *jn of them. */
+static void level_range(const heat_mg_axis *ax, int64_t a, int64_t na, int64_t *j0, int64_t *jn)
+{
+    int64_t j = 0;
+    while (j < ax->n && ax->pos[j] < a) j++;
+    *j0 = j;
+    while (j < ax->n && ax->pos[j] < a + na) j++;
+    *jn = j - *j0;
+}
+
+/* Rank r's owned nodes of level l: first and count per axis. */
+static void rank_range(const heat_mg *m, const heat_case *c, const heat_part *part, int r, int l,
+                       int64_t j0[3], int64_t jn[3])
+{
+    int coord[3];
+    int64_t lo[3], n[3];
+    heat_split_coord(part->ranks, r, coord);
+    heat_split_box(c, part->ranks, coord, lo, n);
+    for (int d = 0; d < 3; d++) level_range(&m->lv[l].ax[d], lo[d], n[d], &j0[d], &jn[d]);
+}
+
+/* The first level that every rank holds whole: the first below the finest
+ * of at most HEAT_MG_GATHER_POINTS nodes, or on which a rank would own
+ * fewer than 2 nodes along a cut axis; at the latest the coarsest. */
+static int gather_level(const heat_mg *m, const heat_case *c, const heat_part *part)
+{
+    /* For tests: HEAT_TEST_MG_GATHER=N gathers at N nodes instead (0: only
+     * where a rank would own too few nodes), so that small grids split
+     * several levels. */
+    const char *e = getenv("HEAT_TEST_MG_GATHER");
+    const int64_t most = e && *e ? strtoll(e, NULL, 10) : HEAT_MG_GATHER_POINTS;
+    for (int l = 1; l < m->levels - 1; l++) {
+        if (m->lv[l].points <= most) return l;
+        for (int r = 0; r < part->size; r++) {
+            int64_t j0[3], jn[3];
+            rank_range(m, c, part, r, l, j0, jn);
+            for (int d = 0; d < 3; d++)
+                if (part->ranks[d] > 1 && jn[d] < 2) return l;
+        }
+    }
+    return m->levels - 1;
+}
+
+/* Level l's box on this rank: its owned nodes and a ghost layer on each
+ * face with a neighbour. */
+static void part_box(heat_mg *m, const heat_case *c, const heat_part *part, int l)
+{
+    heat_mg_level *L = &m->lv[l];
+    int64_t j0[3], jn[3];
+    rank_range(m, c, part, part->rank, l, j0, jn);
+    L->points = 1;
+    for (int d = 0; d < 3; d++) {
+        L->gl[d] = part->peer[2 * d] >= 0;
+        L->gh[d] = part->peer[2 * d + 1] >= 0;
+        L->lo[d] = j0[d] - L->gl[d];
+        L->bn[d] = jn[d] + L->gl[d] + L->gh[d];
+        L->points *= L->bn[d];
+    }
+}
+
+int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8_t *cls,
+                       const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
+                       heat_mg **out, heat_mg **tail, heat_error *err)
+{
+    *out = *tail = NULL;
+    if (c->d.general && (!cls || !k))
+        return heat_error_set(err, HEAT_ERUNTIME, "multigrid: the material classes are missing");
+    int rc = heat_mg_split_check(c, err);
+    if (rc) return rc;
+    const heat_part *part = &dist->part;
+    double h[3];
+    heat_mg *m = new_hierarchy(c, cls, k, h), *t = NULL;
+    if (!m || all_axes(m, h)) return oom(m, err);
+    for (int d = 0; d < 3; d++) m->clo[d] = clo[d], m->cn[d] = cn[d];
+    const int g = gather_level(m, c, part);
+    m->gather = g;
+    for (int l = 0; l <= g; l++) part_box(m, c, part, l);
+    double net, sums[3];
+    if (fine_terms(m, c, k, 1, &net, &sums[1])) return oom(m, err);
+    sums[0] = net, sums[2] = m->weight;
+    dist->reduce(dist->ctx, sums, 3, 1);
+    m->weight = sums[2];
+    for (int l = 0; l < g && !rc; l++) {
+        if (level_arrays(m, l)) return oom(m, err);
+        heat_mg_level *C = &m->lv[l + 1];
+        for (int d = 0; d < 3 && !rc; d++) rc = dist->exchange(dist->ctx, m, l + 1, C->t[d], 8, err);
+        if (!rc && C->dg) rc = dist->exchange(dist->ctx, m, l + 1, C->dg, 8, err);
+    }
+    for (int l = 0; l < g && !rc; l++) {
+        double lmax = level_lmax(m, l);
+        dist->reduce(dist->ctx, &lmax, 1, 0);
+        smoother_from(m, l, lmax);
+    }
+    /* The levels from g on, whole on every rank. */
+    if (!rc && (!(t = new_hierarchy(c, cls, k, h)) || all_axes(t, h))) {
+        heat_mg_free(t);
+        return oom(m, err);
+    }
+    if (!rc) {
+        t->gather = g;
+        t->weight = m->weight;
+        heat_mg_level *T = &t->lv[g], *G = &m->lv[g];
+        for (int d = 0; d < 3; d++)
+            if (!(T->t[d] = malloc(sizeof(double) * (size_t)T->points))) rc = -1;
+        if (G->dg && !(T->dg = malloc(sizeof(double) * (size_t)T->points))) rc = -1;
+        if (rc) {
+            heat_mg_free(t);
+            return oom(m, err);
+        }
+        for (int d = 0; d < 3 && !rc; d++) rc = heat_mg_gather(m, dist, g, 8, G->t[d], T->t[d], err);
+        if (!rc && G->dg) rc = heat_mg_gather(m, dist, g, 8, G->dg, T->dg, err);
+    }
+    for (int l = g; !rc && l + 1 < t->levels; l++)
+        if (level_arrays(t, l)) {
+            heat_mg_free(t);
+            return oom(m, err);
+        }
+    if (rc) {
+        heat_mg_free(t);
+        heat_mg_free(m);
+        return rc;
+    }
+    for (int l = g; l < t->levels; l++) smoother(t, l);
+    if (coarsest(t)) {
+        heat_mg_free(t);
+        heat_mg_free(m);
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "multigrid: the coarsest level's matrix cannot be inverted");
+    }
+    m->nc = t->nc; /* for the description; the inverse is the tail's */
+    *out = m;
+    *tail = t;
+    return HEAT_OK;
+}
+
+int heat_mg_gather(const heat_mg *m, const heat_mg_dist *dist, int l, size_t vs, const void *a,
+                   void *full, heat_error *err)
+{
+    const heat_part *part = &dist->part;
+    const heat_mg_level *L = &m->lv[l];
+    size_t *bytes = malloc(sizeof *bytes * (size_t)part->size), total = 0;
+    int64_t(*j0)[3] = malloc(sizeof *j0 * (size_t)part->size);
+    int64_t(*jn)[3] = malloc(sizeof *jn * (size_t)part->size);
+    int ok = bytes && j0 && jn;
+    for (int r = 0; ok && r < part->size; r++) {
+        rank_range(m, dist->c, part, r, l, j0[r], jn[r]);
+        bytes[r] = (size_t)(jn[r][0] * jn[r][1] * jn[r][2]) * vs;
+        total += bytes[r];
+    }
+    char *mine = ok ? malloc(bytes[part->rank] + 1) : NULL, *all = ok ? malloc(total + 1) : NULL;
+    if (!mine || !all) {
+        free(bytes), free(j0), free(jn), free(mine), free(all);
+        return heat_error_set(err, HEAT_ERUNTIME, "multigrid: out of memory gathering level %d",
+                              l);
+    }
+    const int64_t *n = L->n;
+    size_t at = 0;
+    for (int64_t bz = L->gl[2]; bz < L->bn[2] - L->gh[2]; bz++)
+        for (int64_t by = L->gl[1]; by < L->bn[1] - L->gh[1]; by++) {
+            const size_t row = (size_t)(L->bn[0] - L->gl[0] - L->gh[0]) * vs;
+            memcpy(mine + at, (const char *)a + (size_t)((bz * L->bn[1] + by) * L->bn[0] + L->gl[0]) * vs,
+                   row);
+            at += row;
+        }
+    int rc = dist->allgatherv(dist->ctx, mine, all, bytes, err);
+    at = 0;
+    for (int r = 0; !rc && r < part->size; r++)
+        for (int64_t z = 0; z < jn[r][2]; z++)
+            for (int64_t y = 0; y < jn[r][1]; y++) {
+                const size_t row = (size_t)jn[r][0] * vs;
+                memcpy((char *)full +
+                           (size_t)(((j0[r][2] + z) * n[1] + j0[r][1] + y) * n[0] + j0[r][0]) * vs,
+                       all + at, row);
+                at += row;
+            }
+    free(bytes), free(j0), free(jn), free(mine), free(all);
+    return rc;
+}
+
+void heat_mg_scatter(const heat_mg *m, int l, size_t vs, const void *full, void *a)
+{
+    const heat_mg_level *L = &m->lv[l];
+    const int64_t *n = L->n;
+    for (int64_t bz = 0; bz < L->bn[2]; bz++)
+        for (int64_t by = 0; by < L->bn[1]; by++)
+            for (int64_t bx = 0; bx < L->bn[0]; bx++) {
+                const int64_t x = box_node(L, 0, bx), y = box_node(L, 1, by), z = box_node(L, 2, bz);
+                memcpy((char *)a + (size_t)((bz * L->bn[1] + by) * L->bn[0] + bx) * vs,
+                       (const char *)full + (size_t)((z * n[1] + y) * n[0] + x) * vs, vs);
+            }
 }

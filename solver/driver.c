@@ -143,17 +143,12 @@ static int setup_classes(run_state *s, heat_error *err)
     return HEAT_OK;
 }
 
-/* Multigrid: one process in this version (the coarse levels do not yet
- * gather onto fewer ranks); the hierarchy, whose build may refuse the deck. */
+/* Multigrid: the hierarchy (split over the ranks under MPI, kernels/mg.h),
+ * whose build may refuse the deck. */
 static int setup_multigrid(run_state *s, heat_error *err)
 {
     if (!heat_case_multigrid(s->c)) return HEAT_OK;
-    if (s->par)
-        return heat_error_set(err, HEAT_EINPUT,
-                              "%s runs in one process in this version: start it without mpirun "
-                              "(or with -np 1), or use the explicit method",
-                              heat_case_multigrid_words(s->c));
-    return heat_backend_mg_setup(s->b, err);
+    return agree(s, heat_backend_mg_setup(s->b, err), err);
 }
 
 /* A row of history.csv at s->step: the residual (NaN: none) and the field's

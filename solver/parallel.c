@@ -232,6 +232,40 @@ static int h_node_allgather(void *ctx, const void *mine, void *all, size_t bytes
                : HEAT_ERUNTIME;
 }
 
+static void h_reduce(void *ctx, double *v, int n, int sum)
+{
+    if (sum)
+        heat_par_sum(ctx, v, n);
+    else
+        heat_par_max(ctx, v, n);
+}
+
+static int h_allgatherv(void *ctx, const void *mine, void *all, const size_t *bytes,
+                        heat_error *err)
+{
+    heat_par *p = ctx;
+    int *cnt = malloc(sizeof *cnt * (size_t)p->size), *off = malloc(sizeof *off * (size_t)p->size);
+    size_t total = 0;
+    int rc = cnt && off ? HEAT_OK : heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    for (int r = 0; !rc && r < p->size; r++) {
+        if (total + bytes[r] > INT_MAX) {
+            rc = heat_error_set(err, HEAT_ERUNTIME,
+                                "gathering %zu bytes onto every rank: more than one MPI call "
+                                "moves (%d)",
+                                total + bytes[r], INT_MAX);
+            break;
+        }
+        cnt[r] = (int)bytes[r], off[r] = (int)total;
+        total += bytes[r];
+    }
+    if (!rc) {
+        const int e = MPI_Allgatherv(mine, cnt[p->rank], MPI_BYTE, all, cnt, off, MPI_BYTE, p->ctl);
+        if (e != MPI_SUCCESS) rc = mpi_error(e, "MPI_Allgatherv", err);
+    }
+    free(cnt), free(off);
+    return rc;
+}
+
 /* Whether the MPI library takes GPU memory: asked of the library at run time
  * (Open MPI's MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support), never
  * assumed; HEAT_MPI_GPU_AWARE=0 says no whatever the library says. The CUDA
@@ -260,6 +294,8 @@ void heat_par_halo_comm(heat_par *p, heat_halo_comm *hc)
     hc->all_ok = h_all_ok;
     hc->bcast = h_bcast;
     hc->node_allgather = h_node_allgather;
+    hc->reduce = h_reduce;
+    hc->allgatherv = h_allgatherv;
     hc->node_rank = p->node_rank;
     hc->node_size = p->node_size;
     hc->gpu_aware = h_all_ok(p, gpu_aware());

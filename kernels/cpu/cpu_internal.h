@@ -54,6 +54,15 @@ int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scr
 typedef struct cpu_mg cpu_mg;
 int heat_cpu_mg_create(const heat_case *c, void *u, void *v, const uint8_t *cls,
                        const heat_coeffs *k, cpu_mg **out, heat_error *err);
+/* As heat_cpu_mg_create for one rank's part of a split grid (kernels/mg.h:
+ * a hierarchy split over ranks): u and v the part's buffers (one ghost
+ * layer), cls its classes laid out as them, cls_box the classes of the grid
+ * box clo, cn (2 layers beyond the part where it has neighbours).
+ * Collective. */
+int heat_cpu_mg_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                            void *u, void *v, const uint8_t *cls, const uint8_t *cls_box,
+                            const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
+                            cpu_mg **out, heat_error *err);
 /* Cycles of the steady solve or implicit steps on the field in u (backend.h). */
 int heat_cpu_mg_advance(cpu_mg *g, int64_t steps, double *residual, heat_error *err);
 void heat_cpu_mg_info(const cpu_mg *g, heat_mg_info *info);

@@ -24,25 +24,49 @@
 struct cpu_mg {
     heat_mg *m; /* geometry, coarsest inverse; its per-node arrays dropped */
     int is_float;
+    size_t vs;
     mgv_f f;
     mgv_d d;
     heat_mg_state st;
     double *rows; /* one partial sum per row of level 0 (the weighted mean) */
     double marks[HEAT_MG_MARKS];
-    void *owned[HEAT_MG_LEVELS_MAX * 20 + 16];
-    int nowned;
+    void **owned;
+    int nowned, cap;
+    /* A split run: m holds this rank's boxes of levels 0 .. m->gather (the
+     * views f, d), tail the levels from m->gather on, whole (tf, td). */
+    heat_mg *tail;
+    mgv_f tf;
+    mgv_d td;
+    heat_mg_dist dist;
+    heat_halo_comm comm;
+    const heat_case *c;
+    heat_halo_plan *plan[HEAT_MG_LEVELS_MAX];
+    void *sendbuf, *recvbuf;
+    size_t bufbytes;
+    int rc; /* the first failure of an exchange inside a cycle */
+    heat_error err;
 };
 
 /* ---- the hierarchy in the run's precision ------------------------------------------ */
+
+static void *keep(cpu_mg *g, void *p, int *fail)
+{
+    if (!p) return *fail = 1, NULL;
+    if (g->nowned == g->cap) {
+        void **o = realloc(g->owned, sizeof *o * (size_t)(2 * g->cap + 64));
+        if (!o) return free(p), *fail = 1, NULL;
+        g->owned = o, g->cap = 2 * g->cap + 64;
+    }
+    return g->owned[g->nowned++] = p;
+}
 
 /* A copy of n doubles (NULL stays NULL) in the precision, owned by g. */
 static void *copy_values(cpu_mg *g, const double *src, int64_t n, int *fail)
 {
     if (!src || *fail) return NULL;
     const size_t vs = g->is_float ? sizeof(float) : sizeof(double);
-    void *p = aligned_alloc(64, ((size_t)n * vs + 63) / 64 * 64);
-    if (!p) return *fail = 1, NULL;
-    g->owned[g->nowned++] = p;
+    void *p = keep(g, aligned_alloc(64, ((size_t)n * vs + 63) / 64 * 64), fail);
+    if (!p) return NULL;
     if (g->is_float)
         for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)src[i];
     else
@@ -53,42 +77,116 @@ static void *copy_values(cpu_mg *g, const double *src, int64_t n, int *fail)
 static void *zeros(cpu_mg *g, int64_t n, int *fail)
 {
     if (*fail) return NULL;
-    void *p = calloc((size_t)n, g->is_float ? sizeof(float) : sizeof(double));
-    if (!p) return *fail = 1, NULL;
-    g->owned[g->nowned++] = p;
-    return p;
+    return keep(g, calloc((size_t)(n > 0 ? n : 1), g->is_float ? sizeof(float) : sizeof(double)),
+                fail);
 }
 
-/* Fills the view of one precision: a macro, so that one text serves both. */
-#define FILL_VIEW(V, TT)                                                                           \
+/* Level node of box index i along axis a of L. */
+static int64_t at_node(const heat_mg_level *L, int a, int64_t i)
+{
+    int64_t v = L->lo[a] + i;
+    return v < 0 ? v + L->n[a] : (v >= L->n[a] ? v - L->n[a] : v);
+}
+
+/* Box index along axis a of L of level node v (0 when outside the box: a
+ * slot that no node outside the ghosts uses). */
+static int64_t at_box(const heat_mg_level *L, int a, int64_t v)
+{
+    int64_t r = v - L->lo[a];
+    if (r < 0) r += L->n[a];
+    else if (r >= L->n[a]) r -= L->n[a];
+    return r >= 0 && r < L->bn[a] ? r : 0;
+}
+
+/* Axis a's tables of level l over its box (the whole level: the axis's
+ * own): dual widths, inverse face lengths (0 for the face beyond a ghost),
+ * prolongation from level l + 1 and restriction from level l - 1 in those
+ * levels' box indices. Doubles in tmp[0..3] (v, ih, wp, wr; the caller
+ * frees them), indices owned by g. */
+static int axis_tables(cpu_mg *g, const heat_mg *m, int l, int a, double *tmp[4], int64_t **pp,
+                       int64_t **pr)
+{
+    const heat_mg_level *L = &m->lv[l];
+    const heat_mg_axis *ax = &L->ax[a];
+    const int64_t n = L->bn[a];
+    int fail = 0;
+    tmp[0] = malloc(sizeof(double) * (size_t)n), tmp[1] = malloc(sizeof(double) * (size_t)n);
+    tmp[2] = malloc(sizeof(double) * 2 * (size_t)n), tmp[3] = malloc(sizeof(double) * 3 * (size_t)n);
+    *pp = keep(g, malloc(sizeof(int64_t) * 2 * (size_t)n), &fail);
+    *pr = keep(g, malloc(sizeof(int64_t) * 3 * (size_t)n), &fail);
+    if (fail || !tmp[0] || !tmp[1] || !tmp[2] || !tmp[3]) return -1;
+    const heat_mg_level *C = l + 1 < m->levels ? &m->lv[l + 1] : NULL, *F = l > 0 ? &m->lv[l - 1] : NULL;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t v = at_node(L, a, i);
+        tmp[0][i] = ax->v[v];
+        tmp[1][i] = i == n - 1 && L->gh[a] ? 0.0 : ax->ih[v];
+        for (int t = 0; t < 2; t++) {
+            tmp[2][2 * i + t] = ax->wp[2 * v + t];
+            (*pp)[2 * i + t] = C ? at_box(C, a, ax->pp[2 * v + t]) : 0;
+        }
+        for (int t = 0; t < 3; t++) {
+            tmp[3][3 * i + t] = ax->wr[3 * v + t];
+            (*pr)[3 * i + t] = F ? at_box(F, a, ax->pr[3 * v + t]) : 0;
+        }
+    }
+    return 0;
+}
+
+/* T along axis a on the high ghost layer of a box: the face beyond the box,
+ * 0 as a grid's last face is, since a node at index 0 wraps to it. */
+static void zero_beyond(void *t, size_t vs, const int64_t bn[3], int a)
+{
+    if (!t) return;
+    for (int64_t k = 0; k < bn[2]; k++)
+        for (int64_t j = 0; j < bn[1]; j++)
+            for (int64_t i = 0; i < bn[0]; i++) {
+                const int64_t b[3] = {i, j, k};
+                if (b[a] == bn[a] - 1) memset((char *)t + (size_t)((k * bn[1] + j) * bn[0] + i) * vs, 0, vs);
+            }
+}
+
+/* Fills levels lf .. ll of the view of one precision from hierarchy m (its
+ * boxes); lf = 0: also the finest level's terms over the field's buffers u
+ * and v, with cls (the classes laid out as the field) for the kernels. A
+ * macro, so that one text serves both precisions. */
+#define FILL_VIEW(V, TT, MH, LF, LL, UU, VV, CC)                                                     \
     do {                                                                                           \
-        V.levels = m->levels;                                                                      \
-        V.nmat = m->nmat;                                                                          \
-        V.kf = copy_values(g, m->kf, (int64_t)m->nmat * m->nmat, &fail);                           \
-        for (int a = 0; a < m->nmat; a++)                                                          \
-            V.rhoc[a] = (TT)m->rhoc[a], V.mdt[a] = (TT)(m->rhoc[a] / m->dt);                       \
-        memcpy(V.mat, m->mat, sizeof V.mat);                                                       \
-        V.cls = m->cls;                                                                            \
-        V.dg0 = copy_values(g, m->dg0, np, &fail);                                                 \
-        V.b0 = copy_values(g, m->b0, np, &fail);                                                   \
-        V.keep = m->implicit ? zeros(g, np, &fail) : NULL;                                         \
-        V.ct = (TT)((1.0 - m->theta) / m->theta);                                                  \
-        V.dt = m->dt;                                                                              \
-        V.nc = m->nc;                                                                              \
-        V.cidx = m->cidx;                                                                          \
-        V.cinv = copy_values(g, m->cinv, m->nc * m->nc, &fail);                                    \
-        for (int l = 0; l < m->levels; l++) {                                                      \
-            const heat_mg_level *L = &m->lv[l];                                                    \
-            for (int a = 0; a < 3; a++) {                                                          \
+        const int64_t np = MH->lv[0].points;                                                        \
+        V.levels = MH->levels;                                                                      \
+        V.nmat = MH->nmat;                                                                          \
+        V.kf = copy_values(g, MH->kf, (int64_t)MH->nmat * MH->nmat, &fail);                           \
+        for (int a = 0; a < MH->nmat; a++)                                                          \
+            V.rhoc[a] = (TT)MH->rhoc[a], V.mdt[a] = (TT)(MH->rhoc[a] / MH->dt);                       \
+        memcpy(V.mat, MH->mat, sizeof V.mat);                                                       \
+        V.cls = CC;                                                                               \
+        V.ct = (TT)((1.0 - MH->theta) / MH->theta);                                                  \
+        V.dt = MH->dt;                                                                              \
+        V.nc = MH->nc;                                                                              \
+        V.cidx = MH->cidx;                                                                          \
+        V.cinv = copy_values(g, MH->cinv, MH->nc * MH->nc, &fail);                                    \
+        if (LF == 0) {                                                                             \
+            V.dg0 = copy_values(g, MH->dg0, np, &fail);                                             \
+            V.b0 = copy_values(g, MH->b0, np, &fail);                                               \
+            V.keep = MH->implicit ? zeros(g, np, &fail) : NULL;                                     \
+        }                                                                                          \
+        for (int l = LF; l <= LL && !fail; l++) {                                                  \
+            const heat_mg_level *L = &MH->lv[l];                                                    \
+            for (int a = 0; a < 3 && !fail; a++) {                                                 \
                 const heat_mg_axis *ax = &L->ax[a];                                                \
-                V.lv[l].n[a] = L->n[a];                                                            \
-                V.lv[l].v[a] = copy_values(g, ax->v, ax->n, &fail);                                \
-                V.lv[l].ih[a] = copy_values(g, ax->ih, ax->n, &fail);                              \
-                V.lv[l].wp[a] = copy_values(g, ax->wp, 2 * ax->n, &fail);                          \
-                V.lv[l].wr[a] = copy_values(g, ax->wr, 3 * ax->n, &fail);                          \
-                V.lv[l].pp[a] = ax->pp, V.lv[l].pr[a] = ax->pr;                                    \
-                V.lv[l].held[a][0] = ax->held[0], V.lv[l].held[a][1] = ax->held[1];                \
+                double *tmp[4] = {NULL, NULL, NULL, NULL};                                         \
+                if (axis_tables(g, MH, l, a, tmp, &V.lv[l].pp[a], &V.lv[l].pr[a])) fail = 1;        \
+                const int64_t bn = L->bn[a];                                                       \
+                V.lv[l].n[a] = bn;                                                                 \
+                V.lv[l].v[a] = copy_values(g, tmp[0], bn, &fail);                                  \
+                V.lv[l].ih[a] = copy_values(g, tmp[1], bn, &fail);                                 \
+                V.lv[l].wp[a] = copy_values(g, tmp[2], 2 * bn, &fail);                             \
+                V.lv[l].wr[a] = copy_values(g, tmp[3], 3 * bn, &fail);                             \
+                for (int q = 0; q < 4; q++) free(tmp[q]);                                             \
+                V.lv[l].held[a][0] = L->gl[a] || ax->held[0];                                      \
+                V.lv[l].held[a][1] = L->gh[a] || ax->held[1];                                      \
+                V.lv[l].ghost[a][0] = L->gl[a], V.lv[l].ghost[a][1] = L->gh[a];                    \
                 V.lv[l].t[a] = l > 0 ? copy_values(g, L->t[a], L->points, &fail) : NULL;           \
+                if (L->gh[a]) zero_beyond(V.lv[l].t[a], sizeof(TT), L->bn, a);                     \
             }                                                                                      \
             V.lv[l].dg = l > 0 ? copy_values(g, L->dg, L->points, &fail) : NULL;                   \
             for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)                                           \
@@ -99,36 +197,57 @@ static void *zeros(cpu_mg *g, int64_t n, int *fail)
                 V.lv[l].b = zeros(g, L->points, &fail);                                            \
             }                                                                                      \
         }                                                                                          \
-        V.lv[0].x[0] = u, V.lv[0].x[1] = v;                                                        \
-        V.lv[0].b = m->implicit ? zeros(g, np, &fail) : V.b0;                                      \
+        if (LF == 0) {                                                                             \
+            V.lv[0].x[0] = UU, V.lv[0].x[1] = VV;                                                    \
+            V.lv[0].b = MH->implicit ? zeros(g, np, &fail) : V.b0;                                  \
+        }                                                                                          \
     } while (0)
+
+/* The views of a new cpu_mg g over g->m (and g->tail); then the
+ * hierarchy's per-node arrays are dropped. */
+static int fill_views(cpu_mg *g, void *u, void *v, const uint8_t *cls, heat_error *err)
+{
+    const heat_mg *m = g->m, *tl = g->tail;
+    const int last = tl ? m->gather : m->levels - 1;
+    int fail = 0;
+    if (g->is_float) {
+        FILL_VIEW(g->f, float, m, 0, last, u, v, cls);
+        if (tl) FILL_VIEW(g->tf, float, tl, m->gather, tl->levels - 1, NULL, NULL, NULL);
+    } else {
+        FILL_VIEW(g->d, double, m, 0, last, u, v, cls);
+        if (tl) FILL_VIEW(g->td, double, tl, m->gather, tl->levels - 1, NULL, NULL, NULL);
+    }
+    g->rows = malloc(sizeof *g->rows * (size_t)(m->lv[0].bn[1] * m->lv[0].bn[2]));
+    const double gb = (heat_mg_bytes(m, (int)g->vs) + (tl ? heat_mg_bytes(tl, (int)g->vs) : 0)) / 1e9;
+    heat_mg_drop_arrays(g->m);
+    heat_mg_drop_arrays(g->tail);
+    if (fail || !g->rows)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cpu backend: out of memory for the multigrid levels (%.3g GB)", gb);
+    return HEAT_OK;
+}
+
+static cpu_mg *new_mg(const heat_case *c)
+{
+    cpu_mg *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->c = c;
+    g->is_float = c->solver.precision == HEAT_FLOAT;
+    g->vs = g->is_float ? sizeof(float) : sizeof(double);
+    return g;
+}
 
 int heat_cpu_mg_create(const heat_case *c, void *u, void *v, const uint8_t *cls,
                        const heat_coeffs *k, cpu_mg **out, heat_error *err)
 {
     *out = NULL;
-    cpu_mg *g = calloc(1, sizeof *g);
+    cpu_mg *g = new_mg(c);
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for multigrid");
     int rc = heat_mg_build(c, cls, k, &g->m, err);
+    if (!rc) rc = fill_views(g, u, v, g->m->cls, err);
     if (rc) {
-        free(g);
-        return rc;
-    }
-    const heat_mg *m = g->m;
-    const int64_t np = m->lv[0].points;
-    int fail = 0;
-    g->is_float = c->solver.precision == HEAT_FLOAT;
-    if (g->is_float)
-        FILL_VIEW(g->f, float);
-    else
-        FILL_VIEW(g->d, double);
-    g->rows = malloc(sizeof *g->rows * (size_t)(m->lv[0].n[1] * m->lv[0].n[2]));
-    heat_mg_drop_arrays(g->m);
-    if (fail || !g->rows) {
-        const double gb = heat_mg_bytes(m, g->is_float ? 4 : 8) / 1e9;
         heat_cpu_mg_destroy(g);
-        return heat_error_set(err, HEAT_ERUNTIME,
-                              "cpu backend: out of memory for the multigrid levels (%.3g GB)", gb);
+        return rc;
     }
     *out = g;
     return HEAT_OK;
@@ -138,8 +257,12 @@ void heat_cpu_mg_destroy(cpu_mg *g)
 {
     if (!g) return;
     for (int i = 0; i < g->nowned; i++) free(g->owned[i]);
+    free(g->owned);
     free(g->rows);
+    for (int l = 0; l < HEAT_MG_LEVELS_MAX; l++) free(g->plan[l]);
+    free(g->sendbuf), free(g->recvbuf);
     heat_mg_free(g->m);
+    heat_mg_free(g->tail);
     free(g);
 }
 
@@ -228,8 +351,15 @@ static const heat_mg_ops cpu_mg_ops = {.smooth = op_smooth,
                                        .rhs = op_rhs,
                                        .dudt = op_dudt};
 
+static const heat_mg_ops split_ops;
+
 int heat_cpu_mg_advance(cpu_mg *g, int64_t steps, double *residual, heat_error *err)
 {
+    if (g->tail) {
+        if (g->m->implicit)
+            return heat_mg_implicit(g->m, &split_ops, g, &g->st, steps, residual, err);
+        return heat_mg_steady(g->m, &split_ops, g, &g->st, steps, residual, err);
+    }
     if (g->m->implicit) return heat_mg_implicit(g->m, &cpu_mg_ops, g, &g->st, steps, residual, err);
     return heat_mg_steady(g->m, &cpu_mg_ops, g, &g->st, steps, residual, err);
 }
@@ -268,4 +398,243 @@ int heat_cpu_mg_bench(cpu_mg *g, int runs, heat_mg_timing *t, heat_error *err)
 {
     const heat_mg_clock clock = {cpu_mark, cpu_read};
     return heat_mg_time_parts(g->m, &cpu_mg_ops, g, &clock, runs, t, err);
+}
+
+/* ---- a hierarchy split over ranks (mg.h) --------------------------------------------- */
+
+/* The exchange plan of split level l: its owned box, one ghost layer on each
+ * face with a neighbour, edges and corners included. */
+static const heat_halo_plan *level_plan(cpu_mg *g, const heat_mg *m, int l)
+{
+    if (g->plan[l]) return g->plan[l];
+    const heat_mg_level *L = &m->lv[l];
+    heat_part lp = g->dist.part;
+    lp.depth = 1;
+    for (int a = 0; a < 3; a++) lp.lo[a] = L->lo[a] + L->gl[a], lp.n[a] = L->bn[a] - L->gl[a] - L->gh[a];
+    heat_halo_plan *p = malloc(sizeof *p);
+    if (!p) return NULL;
+    heat_halo_plan_init(p, g->c, &lp, 1);
+    heat_halo_plan_corners(p);
+    return g->plan[l] = p;
+}
+
+/* Copies box b of a level's array (plan p's layout) to buf, or back. */
+static void copy_box(const heat_halo_plan *p, const hbox *b, size_t vs, void *level, void *buf,
+                     int to_buf)
+{
+    const size_t row = (size_t)(b->hi[0] - b->lo[0]) * vs;
+    char *q = buf;
+    for (int64_t k = b->lo[2]; k < b->hi[2]; k++)
+        for (int64_t j = b->lo[1]; j < b->hi[1]; j++, q += row) {
+            char *f = (char *)level + (size_t)heat_halo_at(p, b->lo[0], j, k) * vs;
+            if (to_buf)
+                memcpy(q, f, row);
+            else
+                memcpy(f, q, row);
+        }
+}
+
+/* heat_mg_dist.exchange: the ghost layers of `a` on split level l, phase
+ * by phase (x, then y and z with the ghosts before them). */
+static int mg_exchange(void *ctx, const heat_mg *m, int l, void *a, size_t vs, heat_error *err)
+{
+    cpu_mg *g = ctx;
+    const heat_halo_plan *p = level_plan(g, m, l);
+    if (!p) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for a halo plan");
+    if (!heat_halo_any(p)) return HEAT_OK;
+    const size_t need = (p->buf_values + 1) * vs;
+    if (need > g->bufbytes) {
+        free(g->sendbuf), free(g->recvbuf);
+        g->sendbuf = malloc(need), g->recvbuf = malloc(need);
+        g->bufbytes = g->sendbuf && g->recvbuf ? need : 0;
+        if (!g->bufbytes)
+            return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for halos");
+    }
+    for (int ph = 0; ph < p->nphase; ph++) {
+        heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
+        for (int i = 0; i < p->nmsg[ph]; i++) {
+            const hmsg *q = &p->msg[ph][i];
+            char *sb = (char *)g->sendbuf + q->off * vs, *rb = (char *)g->recvbuf + q->off * vs;
+            copy_box(p, &q->send, vs, a, sb, 1);
+            send[i] = (heat_halo_msg){q->peer, q->send_tag, sb, q->count};
+            recv[i] = (heat_halo_msg){q->peer, q->recv_tag, rb, q->count};
+        }
+        int rc = g->comm.start(g->comm.ctx, recv, p->nmsg[ph], send, p->nmsg[ph], vs, err);
+        if (!rc) rc = g->comm.wait(g->comm.ctx, err);
+        if (rc) return rc;
+        for (int i = 0; i < p->nmsg[ph]; i++) {
+            const hmsg *q = &p->msg[ph][i];
+            copy_box(p, &q->recv, vs, a, (char *)g->recvbuf + q->off * vs, 0);
+        }
+    }
+    return HEAT_OK;
+}
+
+static void mg_reduce(void *ctx, double *v, int n, int sum)
+{
+    cpu_mg *g = ctx;
+    g->comm.reduce(g->comm.ctx, v, n, sum);
+}
+
+static int mg_allgatherv(void *ctx, const void *mine, void *all, const size_t *bytes,
+                         heat_error *err)
+{
+    cpu_mg *g = ctx;
+    return g->comm.allgatherv(g->comm.ctx, mine, all, bytes, err);
+}
+
+/* An exchange inside a cycle, whose kernels return nothing: the first
+ * failure is kept (g->rc) and ends the cycle's exchanges. */
+static void xg(cpu_mg *g, int l, void *a)
+{
+    if (!g->rc) g->rc = mg_exchange(g, g->m, l, a, g->vs, &g->err);
+}
+
+#define XBUF(l, i) (g->is_float ? (void *)g->f.lv[l].x[i] : (void *)g->d.lv[l].x[i])
+
+static void sop_smooth(void *ctx, int l, int s, int zero)
+{
+    cpu_mg *g = ctx;
+    if (l >= g->m->gather) {
+        if (g->is_float)
+            mg_smooth_f(&g->tf, l, s, zero);
+        else
+            mg_smooth_d(&g->td, l, s, zero);
+        return;
+    }
+    if (!(zero && s == 0)) xg(g, l, XBUF(l, s % 2));
+    op_smooth(ctx, l, s, zero);
+}
+
+static void sop_restrict(void *ctx, int l)
+{
+    cpu_mg *g = ctx;
+    const int gl = g->m->gather;
+    if (l >= gl) {
+        if (g->is_float)
+            mg_restrict_f(&g->tf, l);
+        else
+            mg_restrict_d(&g->td, l);
+        return;
+    }
+    xg(g, l, XBUF(l, 0));
+    if (g->is_float)
+        mg_residual_f(&g->f, l);
+    else
+        mg_residual_d(&g->d, l);
+    xg(g, l, XBUF(l, 1));
+    if (g->is_float)
+        mg_restrict_r_f(&g->f, l);
+    else
+        mg_restrict_r_d(&g->d, l);
+    if (l + 1 == gl && !g->rc) {
+        void *b = g->is_float ? (void *)g->f.lv[gl].b : (void *)g->d.lv[gl].b;
+        void *full = g->is_float ? (void *)g->tf.lv[gl].b : (void *)g->td.lv[gl].b;
+        g->rc = heat_mg_gather(g->m, &g->dist, gl, g->vs, b, full, &g->err);
+    }
+}
+
+static void sop_coarse(void *ctx)
+{
+    cpu_mg *g = ctx;
+    if (g->is_float)
+        mg_coarse_f(&g->tf);
+    else
+        mg_coarse_d(&g->td);
+}
+
+static void sop_prolong(void *ctx, int l)
+{
+    cpu_mg *g = ctx;
+    const int gl = g->m->gather;
+    if (l >= gl) {
+        if (g->is_float)
+            mg_prolong_f(&g->tf, l);
+        else
+            mg_prolong_d(&g->td, l);
+        return;
+    }
+    if (l + 1 == gl) {
+        const void *full = g->is_float ? (void *)g->tf.lv[gl].x[0] : (void *)g->td.lv[gl].x[0];
+        heat_mg_scatter(g->m, gl, g->vs, full, XBUF(gl, 0));
+    } else {
+        xg(g, l + 1, XBUF(l + 1, 0));
+    }
+    op_prolong(ctx, l);
+}
+
+static int sop_cycle(void *ctx, heat_error *err);
+
+static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
+{
+    cpu_mg *g = ctx;
+    int rc = mg_exchange(g, g->m, 0, XBUF(0, 0), g->vs, err);
+    if (rc) return rc;
+    op_norms(ctx, rmax, umax, wsum, err);
+    double v[2] = {*rmax, *umax};
+    mg_reduce(g, v, 2, 0);
+    *rmax = v[0], *umax = v[1];
+    return HEAT_OK; /* wsum: this rank's (a singular problem is not split) */
+}
+
+static int sop_rhs(void *ctx, int keep_x, double *bmax, heat_error *err)
+{
+    cpu_mg *g = ctx;
+    int rc = mg_exchange(g, g->m, 0, XBUF(0, 0), g->vs, err);
+    if (rc) return rc;
+    op_rhs(ctx, keep_x, bmax, err);
+    mg_reduce(g, bmax, 1, 0);
+    return HEAT_OK;
+}
+
+static int sop_dudt(void *ctx, double *m, heat_error *err)
+{
+    cpu_mg *g = ctx;
+    op_dudt(ctx, m, err);
+    mg_reduce(g, m, 1, 0);
+    return HEAT_OK;
+}
+
+static const heat_mg_ops split_ops = {.smooth = sop_smooth,
+                                      .restrict_residual = sop_restrict,
+                                      .coarse_solve = sop_coarse,
+                                      .prolong = sop_prolong,
+                                      .norms = sop_norms,
+                                      .shift = op_shift,
+                                      .rhs = sop_rhs,
+                                      .dudt = sop_dudt,
+                                      .cycle = sop_cycle};
+
+/* One V-cycle kernel by kernel, then the first failure of its exchanges. */
+static int sop_cycle(void *ctx, heat_error *err)
+{
+    cpu_mg *g = ctx;
+    heat_mg_vcycle(g->m, &split_ops, g);
+    if (g->rc) *err = g->err;
+    return g->rc;
+}
+
+int heat_cpu_mg_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                            void *u, void *v, const uint8_t *cls, const uint8_t *cls_box,
+                            const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
+                            cpu_mg **out, heat_error *err)
+{
+    *out = NULL;
+    cpu_mg *g = new_mg(c);
+    if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for multigrid");
+    g->comm = *comm;
+    g->dist = (heat_mg_dist){.c = c,
+                             .part = *part,
+                             .ctx = g,
+                             .exchange = mg_exchange,
+                             .reduce = mg_reduce,
+                             .allgatherv = mg_allgatherv};
+    int rc = heat_mg_build_part(c, &g->dist, cls_box, clo, cn, k, &g->m, &g->tail, err);
+    if (!rc) rc = fill_views(g, u, v, c->d.general ? cls : NULL, err);
+    if (rc) {
+        heat_cpu_mg_destroy(g);
+        return rc;
+    }
+    *out = g;
+    return HEAT_OK;
 }

@@ -45,6 +45,13 @@ typedef struct part_state {
     int xalign, fuse; /* HEAT_TEST_GPU_VIEWS: the CUDA backend's geometry */
     uint8_t *cls;     /* the classes of the local array (general cases) */
     cpu_gen *gen;
+    /* Multigrid (heat_case_multigrid): the hierarchy, and for its build the
+     * classes of a box 2 layers beyond the part where it has neighbours
+     * (class_box) and the tables. */
+    cpu_mg *mg;
+    uint8_t *mgcls;
+    int64_t clo[3], cn[3];
+    heat_coeffs k;
 } part_state;
 
 static double now(void)
@@ -226,6 +233,10 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
 {
     part_state *s = b->impl;
     const heat_case *c = b->c;
+    if (heat_case_multigrid(c)) {
+        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: multigrid not set up");
+        return heat_cpu_mg_advance(s->mg, steps, residual, err);
+    }
     const int k = s->p.depth;
     double m = 0;
     for (int64_t left = steps; left > 0;) {
@@ -285,24 +296,71 @@ static void part_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3])
 {
     const part_state *s = b->impl;
     for (int a = 0; a < 3; a++) lo[a] = s->p.part.lo[a] - s->p.off[a], n[a] = s->p.ext[a];
+    if (!heat_case_multigrid(b->c)) return;
+    /* Multigrid's coarse operator reads a second layer (mg.h). */
+    for (int a = 0; a < 3; a++) {
+        const int gl = s->p.gv[2 * a] ? 1 : 0, gh = s->p.gv[2 * a + 1] ? 1 : 0;
+        lo[a] -= gl, n[a] += gl + gh;
+    }
 }
 
 static int part_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
                             heat_error *err)
 {
     part_state *s = b->impl;
+    const int mg = heat_case_multigrid(b->c);
+    int64_t lo[3], n[3];
+    part_class_box(b, lo, n);
     cpu_gen *t = heat_cpu_gen_create(b->c, k);
     uint8_t *copy = t ? malloc((size_t)s->p.values) : NULL;
-    if (!copy) {
+    uint8_t *box = copy && mg ? malloc((size_t)(n[0] * n[1] * n[2])) : NULL;
+    if (!copy || (mg && !box)) {
         heat_cpu_gen_destroy(t);
+        free(copy);
         return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for the classes");
     }
-    memcpy(copy, cls, (size_t)s->p.values);
+    if (mg) {
+        /* The local array's classes: the box without its outer layer. */
+        memcpy(box, cls, (size_t)(n[0] * n[1] * n[2]));
+        const int64_t dx = s->p.gv[0] ? 1 : 0, dy = s->p.gv[2] ? 1 : 0, dz = s->p.gv[4] ? 1 : 0;
+        for (int64_t kk = 0; kk < s->p.ext[2]; kk++)
+            for (int64_t j = 0; j < s->p.ext[1]; j++)
+                memcpy(copy + heat_halo_at(&s->p, 0, j, kk),
+                       box + ((kk + dz) * n[1] + j + dy) * n[0] + dx, (size_t)s->p.ext[0]);
+        for (int a = 0; a < 3; a++) s->clo[a] = lo[a], s->cn[a] = n[a];
+        s->k = *k;
+        s->k.w = NULL;
+    } else {
+        memcpy(copy, cls, (size_t)s->p.values);
+    }
     free(s->cls);
+    free(s->mgcls);
     heat_cpu_gen_destroy(s->gen);
     s->cls = copy;
+    s->mgcls = box;
     s->gen = t;
     return HEAT_OK;
+}
+
+static int part_mg_setup(heat_backend *b, heat_error *err)
+{
+    part_state *s = b->impl;
+    heat_cpu_mg_destroy(s->mg);
+    s->mg = NULL;
+    const int gen = b->c->d.general && s->cls;
+    int rc = heat_cpu_mg_create_part(b->c, &s->p.part, &s->comm, s->u, s->v, s->cls,
+                                     gen ? s->mgcls : NULL, s->clo, s->cn, gen ? &s->k : NULL,
+                                     &s->mg, err);
+    /* The build is done with the wider classes. */
+    free(s->mgcls);
+    s->mgcls = NULL;
+    return rc;
+}
+
+static void part_mg_info(const heat_backend *b, heat_mg_info *info)
+{
+    const part_state *s = b->impl;
+    if (s->mg) heat_cpu_mg_info(s->mg, info);
 }
 
 /* Over the owned box (backend_impl.h's order, as the CUDA part takes it). */
@@ -340,6 +398,8 @@ static void part_destroy(heat_backend *b)
     part_state *s = b->impl;
     if (s) {
         free(s->cls);
+        free(s->mgcls);
+        heat_cpu_mg_destroy(s->mg);
         heat_cpu_gen_destroy(s->gen);
         free(s->u);
         free(s->v);
@@ -400,7 +460,9 @@ static const heat_backend_ops part_ops = {.upload = part_upload,
                                           .class_box = part_class_box,
                                           .set_classes = part_set_classes,
                                           .field_stats = part_field_stats,
-                                          .sample = part_sample};
+                                          .sample = part_sample,
+                                          .mg_setup = part_mg_setup,
+                                          .mg_info = part_mg_info};
 
 int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
                          heat_backend **out, heat_error *err)
@@ -419,7 +481,7 @@ int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_h
     s->comm = *comm;
     s->vs = heat_case_value_size(c);
     const char *gpu_views = getenv("HEAT_TEST_GPU_VIEWS");
-    if (gpu_views && *gpu_views && strcmp(gpu_views, "0") != 0) {
+    if (gpu_views && *gpu_views && strcmp(gpu_views, "0") != 0 && !heat_case_multigrid(c)) {
         s->xalign = (int)(16 / s->vs);
         s->fuse = strcmp(gpu_views, "fused") == 0 && part->depth > 1;
     } else {
