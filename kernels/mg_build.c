@@ -3,6 +3,7 @@
  * operators, the smoother's coefficients and the coarsest level's inverse.
  * Everything in double, on the host, once per run. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +218,9 @@ static int material(const heat_mg *m, const int64_t ix[3])
 static double face_t(const heat_mg *m, int l, int d, const int64_t ix[3])
 {
     const heat_mg_level *L = &m->lv[l];
+    /* The last face of an axis that is not periodic joins no node (and
+     * the node it would wrap to may lie outside a rank's box). */
+    if (!L->ax[d].periodic && ix[d] == L->n[d] - 1) return 0.0;
     if (l > 0) return L->t[d][node(L, ix)];
     int64_t q[3] = {ix[0], ix[1], ix[2]};
     q[d] = wrap(q[d] + 1, L->n[d]);

@@ -16,7 +16,7 @@ endif()
 if(NOT MPIEXEC_NUMPROC_FLAG)
   set(MPIEXEC_NUMPROC_FLAG -n)
 endif()
-foreach(_t splits restart signal fail badsplit paraview)
+foreach(_t splits restart signal fail badsplit paraview multigrid)
   add_test(NAME mpi_${_t}
            COMMAND ${_heat_mpi_py} ${CMAKE_CURRENT_SOURCE_DIR}/mpi_check.py ${_t}
                    --heat $<TARGET_FILE:heat> --mpiexec "${MPIEXEC_EXECUTABLE}"

@@ -19,7 +19,14 @@ TEST is one of:
   badsplit  splits that do not fit: exit 2 on every rank, the message once,
             nothing written;
   paraview  ParaView reads the snapshots of a 4-rank run from another working
-            directory, every value checked (tests/paraview_check.py).
+            directory, every value checked (tests/paraview_check.py);
+  multigrid steady multigrid solves and backward-Euler and Crank-Nicolson steps
+            (every face type, materials and sources, periodic axes cut,
+            float and double) split along each axis and several, with the
+            levels split as deep as the grid allows (HEAT_TEST_MG_GATHER=0)
+            and as a run splits them; an implicit run checkpointed on 3 ranks
+            continued on 2; and the decks a split cannot run (a singular
+            steady problem, a grid of one level) refused with exit 2.
 
 Options for the GPU machine (tools/gpu_mpi_check.sh): --backend cuda runs the
 ranks on the CUDA backend (--kernel K: its kernel), --ref-backend the one
@@ -101,6 +108,21 @@ probes = ( { name = "p"; at = [1.0, -0.6, 2.3]; } );""").replace(
   z_hi = { type = "dirichlet"; value = 0.0; };""",
     """  z_lo = { type = "flux"; value = 3.0; };
   z_hi = { type = "convective"; h = 4.0; ambient = 0.25; };""")
+
+
+# Multigrid: a grid with several levels, solved to the steady state, or
+# marched by implicit steps far above the explicit limit.
+def mg_deck(deck, implicit=""):
+    text = deck.replace("points = [23, 17, 13]", "points = [45, 33, 29]").replace(
+        "points = [31, 19, 1]", "points = [81, 45, 1]").replace(
+        "output = { dir = \"%(name)s\"; every = 10; checkpoint_every = 15; };",
+        "output = { dir = \"%(name)s\"; every = 4; checkpoint_every = 6; };")
+    if implicit:
+        return text.replace("time = { max_steps = 37; };",
+                            "time = { max_steps = 12; scheme = \"%s\"; dt = 0.004; };" % implicit)
+    return text.replace("time = { max_steps = 37; };", "time = { max_steps = 30; };").replace(
+        "steady = { tolerance = 1e-12; check_every = 5; };",
+        "steady = { tolerance = 1e-9; method = \"multigrid\"; };")
 
 
 class Failure(Exception):
@@ -498,8 +520,94 @@ def test_paraview(env):
         "one-process run" % other)
 
 
+def test_multigrid(env):
+    decks = {
+        "d3": env.write("mg3.cfg", mg_deck(DECK3) % {"name": "mg3"}),
+        "per": env.write("mgper.cfg", mg_deck(DECK_PERIODIC) % {"name": "mgper"}),
+        "d2": env.write("mg2.cfg", mg_deck(DECK2) % {"name": "mg2"}),
+        "mat": env.write("mgmat.cfg", mg_deck(DECK_MATERIALS) % {"name": "mgmat"}),
+        "be": env.write("mgbe.cfg", mg_deck(DECK3, "backward_euler") % {"name": "mgbe"}),
+        "matbe": env.write("mgmatbe.cfg",
+                           mg_deck(DECK_MATERIALS, "backward_euler") % {"name": "mgmatbe"}),
+        "matcn": env.write("mgmatcn.cfg",
+                           mg_deck(DECK_MATERIALS, "crank_nicolson") % {"name": "mgmatcn"}),
+    }
+    deep = dict(env.env, HEAT_TEST_MG_GATHER="0")
+    # (deck, precision, processes, parallel.ranks, levels split as deep as they go)
+    cases = [
+        ("d3", "double", 2, "[2,1,1]", True),
+        ("d3", "double", 2, "[1,1,2]", True),
+        ("d3", "double", 3, "[1,3,1]", True),  # periodic y cut in 3
+        ("d3", "double", 8, "[2,2,2]", True),
+        ("d3", "float", 4, "[1,2,2]", True),
+        ("d3", "double", 4, "[2,1,2]", False),  # the gathering a run does
+        ("per", "double", 4, "[2,1,2]", True),  # periodic x and z cut in 2
+        ("d2", "double", 4, "[2,2,1]", True),
+        ("d2", "float", 3, "[3,1,1]", True),
+        ("mat", "double", 3, "[1,1,3]", True),
+        ("mat", "float", 4, "[2,2,1]", True),
+        ("be", "double", 4, "[2,1,2]", True),
+        ("matbe", "double", 4, "[2,2,1]", True),
+        ("matbe", "float", 2, "[1,2,1]", True),
+        ("matcn", "double", 3, "[3,1,1]", True),
+        ("matcn", "double", 2, "[1,1,2]", False),
+    ]
+    refs = {}
+    for deck, prec, np, ranks, split_deep in cases:
+        if np > env.max_np:
+            continue
+        sets = ["solver.precision=%s" % prec]
+        if (deck, prec) not in refs:
+            refs[(deck, prec)] = fresh(env, "mgref_%s_%s" % (deck, prec))
+            env.run(0, decks[deck], refs[(deck, prec)], sets)
+        out = fresh(env, "mg_%s_%s_np%d_%s_%d" % (deck, prec, np, ranks.strip("[]").replace(
+            ",", ""), split_deep))
+        text = env.run(np, decks[deck], out, sets + ["parallel.ranks=%s" % ranks],
+                       env=deep if split_deep else None)
+        if env.backend == "cuda" and np > 1:
+            raise Failure("multigrid on %d CUDA ranks ran; expected a refusal:\n%s" % (np, text))
+        n = same_run(os.path.join(env.work, refs[(deck, prec)]), os.path.join(env.work, out),
+                     "multigrid %s %s on %d ranks %s" % (deck, prec, np, ranks))
+        log("multigrid %s %s, %d processes, ranks %s, levels split %s: %d files and "
+            "history.csv equal the one-process run"
+            % (deck, prec, np, ranks, "as deep as they go" if split_deep else "as a run does", n))
+    # An implicit run checkpointed on 3 ranks and continued on 2.
+    ref = refs[("matbe", "double")]
+    out = fresh(env, "mg_restart")
+    env.run(3, decks["matbe"], out, ["time.max_steps=10"], env=deep)
+    env.run(2, decks["matbe"], out, [], ["--restart", "latest"], env=deep)
+    # Snapshots and the last checkpoint (a run keeps only its latest ones).
+    names = sorted(n for n in os.listdir(os.path.join(env.work, ref))
+                   if n.endswith(".vtkhdf") and ("_ckpt_" not in n or "00000012" in n))
+    n = same_run(os.path.join(env.work, ref), os.path.join(env.work, out),
+                 "multigrid backward Euler checkpointed on 3 ranks, continued on 2", names)
+    log("multigrid backward Euler checkpointed on 3 ranks, continued on 2: %d files equal" % n)
+    # What a split cannot run: exit 2, the reason once, nothing written.
+    singular = env.write("mgsing.cfg", (mg_deck(DECK_PERIODIC) % {"name": "mgsing"}).replace(
+        'y_lo = { type = "dirichlet"; value = 2.0; };', 'y_lo = { type = "neumann"; gradient = 0.25; };'))
+    tiny = env.write("mgtiny.cfg", (mg_deck(DECK3) % {"name": "mgtiny"}).replace(
+        "points = [45, 33, 29]", "points = [9, 7, 5]"))
+    for deck, words in ((singular, "keeps the initial mean"), (tiny, "solved directly")):
+        out = fresh(env, "mg_refused")
+        text = env.run(2, deck, out, [], expect=2)
+        if words not in text or text.count(words) != 1:
+            raise Failure("%s on 2 ranks: expected one message saying %r, got:\n%s"
+                          % (deck, words, text))
+        if os.path.exists(os.path.join(env.work, out)) and os.listdir(os.path.join(env.work, out)):
+            raise Failure("%s on 2 ranks was refused but wrote %s"
+                          % (deck, os.listdir(os.path.join(env.work, out))))
+        c = [env.heat, "check", deck, "--ranks", "2"]
+        p = subprocess.run(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+        if p.returncode != 2 or words not in p.stdout:
+            raise Failure("%s: exit status %d, expected 2 saying %r:\n%s"
+                          % (" ".join(c), p.returncode, words, p.stdout))
+        log("%s: refused on 2 ranks (run and check, exit 2: %r)" % (os.path.basename(deck), words))
+
+
 TESTS = {"splits": test_splits, "restart": test_restart, "signal": test_signal,
-         "fail": test_fail, "badsplit": test_badsplit, "paraview": test_paraview}
+         "fail": test_fail, "badsplit": test_badsplit, "paraview": test_paraview,
+         "multigrid": test_multigrid}
 
 
 def main():

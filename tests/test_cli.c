@@ -193,8 +193,9 @@ static void test_check_prints_derived_numbers(void **state)
 }
 
 /* A multigrid deck: heat check names multigrid instead of the explicit
- * kernel, counts the levels' memory, and refuses a split over ranks as
- * heat run does (exit 2, nothing written). */
+ * kernel, counts the levels' memory, and shows a split over ranks with how
+ * the levels are held; a grid of one level cannot be split (exit 2, as heat
+ * run refuses it, nothing written). */
 static void test_check_multigrid(void **state)
 {
     (void)state;
@@ -207,14 +208,19 @@ static void test_check_multigrid(void **state)
     expect_rc(&r, 0);
     EXPECT_OUT(&r, "multigrid (solver.kernel and solver.temporal_block do not apply)");
     EXPECT_OUT(&r, "multigrid levels' arrays");
-    EXPECT_OUT(&r, "split           one process (multigrid runs in one process in this version)");
+    EXPECT_OUT(&r, "split           one process (under mpirun -np N");
     assert_null(strstr(r.out, "temporal_block 1"));
     result_free(&r);
     heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-6; method=\"multigrid\";}",
          "--ranks", "2", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "multigrid: each rank holds its box of the fine levels");
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-6; method=\"multigrid\";}",
+         "--set", "grid.points=[8, 8, 8]", "--ranks", "2", NULL);
     expect_rc(&r, 2);
-    EXPECT_ERR(&r, "steady.method = \"multigrid\" runs in one process in this version");
-    EXPECT_ERR(&r, "without --ranks");
+    EXPECT_ERR(&r, "is solved directly, in one process");
+    EXPECT_ERR(&r, "without mpirun");
     result_free(&r);
     assert_false(exists_in(dir, "res"));
 }

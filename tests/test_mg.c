@@ -622,7 +622,27 @@ static void test_deck_keys(void **state)
                    "time.scheme = \"backward_euler\" needs time.dt");
     expect_refused(linear_deck, "time={scheme=\"crank_nicolson\"; dt=0.1; max_steps=3;}",
                    "steady.method = \"multigrid\" solves the steady state directly");
-    expect_refused(linear_deck, "parallel.ranks=[2, 1, 1]", "runs in one process");
+    /* a split is the driver's to check (heat_mg_split_check): the deck
+     * accepts one; a singular steady problem and a one-level grid cannot be
+     * split */
+    {
+        test_sets t = {0};
+        test_sets_add(&t, "parallel.ranks=[2, 1, 1]");
+        heat_case c;
+        heat_error err;
+        load(&c, linear_deck, &t);
+        assert_int_equal(heat_mg_split_check(&c, &err), HEAT_OK);
+        test_sets_add(&t, "boundary.x_lo={type=\"neumann\"; gradient=0.0;}");
+        test_sets_add(&t, "boundary.x_hi={type=\"neumann\"; gradient=0.0;}");
+        load(&c, linear_deck, &t);
+        assert_int_equal(heat_mg_split_check(&c, &err), HEAT_EINPUT);
+        test_expect_in("error", err.msg, "keeps the initial mean");
+        test_sets u = {0};
+        test_sets_add(&u, "grid.points=[7, 7, 7]");
+        load(&c, linear_deck, &u);
+        assert_int_equal(heat_mg_split_check(&c, &err), HEAT_EINPUT);
+        test_expect_in("error", err.msg, "solved directly");
+    }
     /* an implicit dt far above the explicit limit is accepted */
     test_sets s = {0};
     test_sets_add(&s, "time.dt=1e3");
