@@ -475,16 +475,16 @@ def test_badsplit(env):
     text = check([env.heat, "check", deck, "--ranks", "5000"], 2)
     if "5000 processes do not fit grid.points = [23, 17, 13]" not in text:
         raise Failure("heat check --ranks 5000: expected the split refused:\n%s" % text)
-    # Multigrid runs in one process: heat check under the launcher refuses it, as heat run does.
-    want = 'steady.method = "multigrid" runs in one process in this version'
+    # Multigrid under the launcher: the split, and how its levels are held, once.
+    want = "multigrid: each rank holds its box of the fine levels"
     text = check([env.mpiexec, env.np_flag, "2", env.heat, "check", deck, "--set",
-                  'steady.method="multigrid"'], 2)
-    if text.count(want) != 1:
-        raise Failure("mpiexec -n 2 heat check (multigrid): expected '%s' once:\n%s"
+                  'steady.method="multigrid"'], 0)
+    if text.count(want) != 1 or text.count("= 2 ranks") != 1:
+        raise Failure("mpiexec -n 2 heat check (multigrid): expected the split and '%s' once:\n%s"
                       % (want, text))
     log("heat check: the split of 4 ranks with each rank's box, memory and halos; of 3 under "
         "the launcher, printed once; 5000 ranks refused with exit 2; multigrid under the "
-        "launcher refused with exit 2, said once")
+        "launcher: the split and its levels, said once")
 
 
 def test_paraview(env):
