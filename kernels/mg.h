@@ -63,6 +63,8 @@
 
 #include "heat_case.h"
 #include "heat_error.h"
+#include "halo.h"
+#include "halo_plan.h"
 #include "heat_split.h"
 
 #define HEAT_MG_LEVELS_MAX 64
@@ -206,6 +208,39 @@ int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8
 int heat_mg_gather(const heat_mg *m, const heat_mg_dist *dist, int l, size_t vs, const void *a,
                    void *full, heat_error *err);
 void heat_mg_scatter(const heat_mg *m, int l, size_t vs, const void *full, void *a);
+
+/* Axis a's tables of level l over its box (mg_part.c; for a whole level
+ * the axis's own): v, ih (bn values; 0 for the face beyond a high ghost
+ * layer), wp, pp (2 bn: the prolongation from level l + 1, in its box's
+ * indices), wr, pr (3 bn: the restriction from level l - 1, in its box's). */
+void heat_mg_box_axis(const heat_mg *m, int l, int a, double *v, double *ih, double *wp,
+                      double *wr, int64_t *pp, int64_t *pr);
+
+/* The exchange of a split level's ghost layers (mg_part.c), one level's
+ * plan made on first use. A backend copies boxes between its array (plan
+ * p's layout) and a host buffer through `copy`. */
+typedef int (*heat_mg_copy_fn)(void *ctx, const heat_halo_plan *p, const hbox *b, size_t vs,
+                               void *level, void *buf, int to_buf, heat_error *err);
+typedef struct heat_mg_xchg {
+    const heat_case *c;
+    heat_part part;
+    heat_halo_comm comm;
+    heat_halo_plan *plan[HEAT_MG_LEVELS_MAX];
+    void *sendbuf, *recvbuf;
+    size_t bytes;
+} heat_mg_xchg;
+
+/* Readies x for c's part over comm, and d (the build's callbacks, host
+ * arrays) over x. */
+void heat_mg_xchg_init(heat_mg_xchg *x, const heat_case *c, const heat_part *part,
+                       const heat_halo_comm *comm, heat_mg_dist *d);
+/* Fills the ghost layers of `a` (values of vs bytes over level l's box). */
+int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t vs,
+                     heat_mg_copy_fn copy, void *cctx, heat_error *err);
+/* The copy of host arrays. */
+int heat_mg_copy_host(void *ctx, const heat_halo_plan *p, const hbox *b, size_t vs, void *level,
+                      void *buf, int to_buf, heat_error *err);
+void heat_mg_xchg_free(heat_mg_xchg *x);
 
 /* The index in level L's box of level node (i, j, k). */
 int64_t heat_mg_box_node(const heat_mg_level *L, int64_t i, int64_t j, int64_t k);

@@ -948,6 +948,19 @@ int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8
                               "multigrid: the coarsest level's matrix cannot be inverted");
     }
     m->nc = t->nc; /* for the description; the inverse is the tail's */
+    /* The ghosts' T were read by the coarser levels' build; now the face
+     * beyond a box's high ghost layer is 0, as a grid's last face is, since
+     * a node at index 0 of the box wraps to it. */
+    for (int l = 1; l <= g; l++) {
+        heat_mg_level *L = &m->lv[l];
+        for (int d = 0; d < 3; d++)
+            if (L->gh[d])
+                for (int64_t p = 0; p < L->points; p++) {
+                    const int64_t b[3] = {p % L->bn[0], p / L->bn[0] % L->bn[1],
+                                          p / (L->bn[0] * L->bn[1])};
+                    if (b[d] == L->bn[d] - 1) L->t[d][p] = 0.0;
+                }
+    }
     *out = m;
     *tail = t;
     return HEAT_OK;

@@ -38,11 +38,8 @@ struct cpu_mg {
     mgv_f tf;
     mgv_d td;
     heat_mg_dist dist;
-    heat_halo_comm comm;
+    heat_mg_xchg xchg;
     const heat_case *c;
-    heat_halo_plan *plan[HEAT_MG_LEVELS_MAX];
-    void *sendbuf, *recvbuf;
-    size_t bufbytes;
     int rc; /* the first failure of an exchange inside a cycle */
     heat_error err;
 };
@@ -81,68 +78,20 @@ static void *zeros(cpu_mg *g, int64_t n, int *fail)
                 fail);
 }
 
-/* Level node of box index i along axis a of L. */
-static int64_t at_node(const heat_mg_level *L, int a, int64_t i)
-{
-    int64_t v = L->lo[a] + i;
-    return v < 0 ? v + L->n[a] : (v >= L->n[a] ? v - L->n[a] : v);
-}
-
-/* Box index along axis a of L of level node v (0 when outside the box: a
- * slot that no node outside the ghosts uses). */
-static int64_t at_box(const heat_mg_level *L, int a, int64_t v)
-{
-    int64_t r = v - L->lo[a];
-    if (r < 0) r += L->n[a];
-    else if (r >= L->n[a]) r -= L->n[a];
-    return r >= 0 && r < L->bn[a] ? r : 0;
-}
-
-/* Axis a's tables of level l over its box (the whole level: the axis's
- * own): dual widths, inverse face lengths (0 for the face beyond a ghost),
- * prolongation from level l + 1 and restriction from level l - 1 in those
- * levels' box indices. Doubles in tmp[0..3] (v, ih, wp, wr; the caller
- * frees them), indices owned by g. */
+/* Axis a's tables of level l over its box (heat_mg_box_axis): doubles in
+ * tmp[0..3] (v, ih, wp, wr; the caller frees them), indices owned by g. */
 static int axis_tables(cpu_mg *g, const heat_mg *m, int l, int a, double *tmp[4], int64_t **pp,
                        int64_t **pr)
 {
-    const heat_mg_level *L = &m->lv[l];
-    const heat_mg_axis *ax = &L->ax[a];
-    const int64_t n = L->bn[a];
+    const size_t n = (size_t)m->lv[l].bn[a];
     int fail = 0;
-    tmp[0] = malloc(sizeof(double) * (size_t)n), tmp[1] = malloc(sizeof(double) * (size_t)n);
-    tmp[2] = malloc(sizeof(double) * 2 * (size_t)n), tmp[3] = malloc(sizeof(double) * 3 * (size_t)n);
-    *pp = keep(g, malloc(sizeof(int64_t) * 2 * (size_t)n), &fail);
-    *pr = keep(g, malloc(sizeof(int64_t) * 3 * (size_t)n), &fail);
+    tmp[0] = malloc(sizeof(double) * n), tmp[1] = malloc(sizeof(double) * n);
+    tmp[2] = malloc(sizeof(double) * 2 * n), tmp[3] = malloc(sizeof(double) * 3 * n);
+    *pp = keep(g, malloc(sizeof(int64_t) * 2 * n), &fail);
+    *pr = keep(g, malloc(sizeof(int64_t) * 3 * n), &fail);
     if (fail || !tmp[0] || !tmp[1] || !tmp[2] || !tmp[3]) return -1;
-    const heat_mg_level *C = l + 1 < m->levels ? &m->lv[l + 1] : NULL, *F = l > 0 ? &m->lv[l - 1] : NULL;
-    for (int64_t i = 0; i < n; i++) {
-        const int64_t v = at_node(L, a, i);
-        tmp[0][i] = ax->v[v];
-        tmp[1][i] = i == n - 1 && L->gh[a] ? 0.0 : ax->ih[v];
-        for (int t = 0; t < 2; t++) {
-            tmp[2][2 * i + t] = ax->wp[2 * v + t];
-            (*pp)[2 * i + t] = C ? at_box(C, a, ax->pp[2 * v + t]) : 0;
-        }
-        for (int t = 0; t < 3; t++) {
-            tmp[3][3 * i + t] = ax->wr[3 * v + t];
-            (*pr)[3 * i + t] = F ? at_box(F, a, ax->pr[3 * v + t]) : 0;
-        }
-    }
+    heat_mg_box_axis(m, l, a, tmp[0], tmp[1], tmp[2], tmp[3], *pp, *pr);
     return 0;
-}
-
-/* T along axis a on the high ghost layer of a box: the face beyond the box,
- * 0 as a grid's last face is, since a node at index 0 wraps to it. */
-static void zero_beyond(void *t, size_t vs, const int64_t bn[3], int a)
-{
-    if (!t) return;
-    for (int64_t k = 0; k < bn[2]; k++)
-        for (int64_t j = 0; j < bn[1]; j++)
-            for (int64_t i = 0; i < bn[0]; i++) {
-                const int64_t b[3] = {i, j, k};
-                if (b[a] == bn[a] - 1) memset((char *)t + (size_t)((k * bn[1] + j) * bn[0] + i) * vs, 0, vs);
-            }
 }
 
 /* Fills levels lf .. ll of the view of one precision from hierarchy m (its
@@ -186,7 +135,6 @@ static void zero_beyond(void *t, size_t vs, const int64_t bn[3], int a)
                 V.lv[l].held[a][1] = L->gh[a] || ax->held[1];                                      \
                 V.lv[l].ghost[a][0] = L->gl[a], V.lv[l].ghost[a][1] = L->gh[a];                    \
                 V.lv[l].t[a] = l > 0 ? copy_values(g, L->t[a], L->points, &fail) : NULL;           \
-                if (L->gh[a]) zero_beyond(V.lv[l].t[a], sizeof(TT), L->bn, a);                     \
             }                                                                                      \
             V.lv[l].dg = l > 0 ? copy_values(g, L->dg, L->points, &fail) : NULL;                   \
             for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)                                           \
@@ -259,8 +207,7 @@ void heat_cpu_mg_destroy(cpu_mg *g)
     for (int i = 0; i < g->nowned; i++) free(g->owned[i]);
     free(g->owned);
     free(g->rows);
-    for (int l = 0; l < HEAT_MG_LEVELS_MAX; l++) free(g->plan[l]);
-    free(g->sendbuf), free(g->recvbuf);
+    heat_mg_xchg_free(&g->xchg);
     heat_mg_free(g->m);
     heat_mg_free(g->tail);
     free(g);
@@ -402,92 +349,21 @@ int heat_cpu_mg_bench(cpu_mg *g, int runs, heat_mg_timing *t, heat_error *err)
 
 /* ---- a hierarchy split over ranks (mg.h) --------------------------------------------- */
 
-/* The exchange plan of split level l: its owned box, one ghost layer on each
- * face with a neighbour, edges and corners included. */
-static const heat_halo_plan *level_plan(cpu_mg *g, const heat_mg *m, int l)
+static int mg_exchange(cpu_mg *g, int l, void *a, heat_error *err)
 {
-    if (g->plan[l]) return g->plan[l];
-    const heat_mg_level *L = &m->lv[l];
-    heat_part lp = g->dist.part;
-    lp.depth = 1;
-    for (int a = 0; a < 3; a++) lp.lo[a] = L->lo[a] + L->gl[a], lp.n[a] = L->bn[a] - L->gl[a] - L->gh[a];
-    heat_halo_plan *p = malloc(sizeof *p);
-    if (!p) return NULL;
-    heat_halo_plan_init(p, g->c, &lp, 1);
-    heat_halo_plan_corners(p);
-    return g->plan[l] = p;
+    return heat_mg_xchg_run(&g->xchg, g->m, l, a, g->vs, heat_mg_copy_host, NULL, err);
 }
 
-/* Copies box b of a level's array (plan p's layout) to buf, or back. */
-static void copy_box(const heat_halo_plan *p, const hbox *b, size_t vs, void *level, void *buf,
-                     int to_buf)
+static void mg_reduce(cpu_mg *g, double *v, int n)
 {
-    const size_t row = (size_t)(b->hi[0] - b->lo[0]) * vs;
-    char *q = buf;
-    for (int64_t k = b->lo[2]; k < b->hi[2]; k++)
-        for (int64_t j = b->lo[1]; j < b->hi[1]; j++, q += row) {
-            char *f = (char *)level + (size_t)heat_halo_at(p, b->lo[0], j, k) * vs;
-            if (to_buf)
-                memcpy(q, f, row);
-            else
-                memcpy(f, q, row);
-        }
-}
-
-/* heat_mg_dist.exchange: the ghost layers of `a` on split level l, phase
- * by phase (x, then y and z with the ghosts before them). */
-static int mg_exchange(void *ctx, const heat_mg *m, int l, void *a, size_t vs, heat_error *err)
-{
-    cpu_mg *g = ctx;
-    const heat_halo_plan *p = level_plan(g, m, l);
-    if (!p) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for a halo plan");
-    if (!heat_halo_any(p)) return HEAT_OK;
-    const size_t need = (p->buf_values + 1) * vs;
-    if (need > g->bufbytes) {
-        free(g->sendbuf), free(g->recvbuf);
-        g->sendbuf = malloc(need), g->recvbuf = malloc(need);
-        g->bufbytes = g->sendbuf && g->recvbuf ? need : 0;
-        if (!g->bufbytes)
-            return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for halos");
-    }
-    for (int ph = 0; ph < p->nphase; ph++) {
-        heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
-        for (int i = 0; i < p->nmsg[ph]; i++) {
-            const hmsg *q = &p->msg[ph][i];
-            char *sb = (char *)g->sendbuf + q->off * vs, *rb = (char *)g->recvbuf + q->off * vs;
-            copy_box(p, &q->send, vs, a, sb, 1);
-            send[i] = (heat_halo_msg){q->peer, q->send_tag, sb, q->count};
-            recv[i] = (heat_halo_msg){q->peer, q->recv_tag, rb, q->count};
-        }
-        int rc = g->comm.start(g->comm.ctx, recv, p->nmsg[ph], send, p->nmsg[ph], vs, err);
-        if (!rc) rc = g->comm.wait(g->comm.ctx, err);
-        if (rc) return rc;
-        for (int i = 0; i < p->nmsg[ph]; i++) {
-            const hmsg *q = &p->msg[ph][i];
-            copy_box(p, &q->recv, vs, a, (char *)g->recvbuf + q->off * vs, 0);
-        }
-    }
-    return HEAT_OK;
-}
-
-static void mg_reduce(void *ctx, double *v, int n, int sum)
-{
-    cpu_mg *g = ctx;
-    g->comm.reduce(g->comm.ctx, v, n, sum);
-}
-
-static int mg_allgatherv(void *ctx, const void *mine, void *all, const size_t *bytes,
-                         heat_error *err)
-{
-    cpu_mg *g = ctx;
-    return g->comm.allgatherv(g->comm.ctx, mine, all, bytes, err);
+    g->xchg.comm.reduce(g->xchg.comm.ctx, v, n, 0);
 }
 
 /* An exchange inside a cycle, whose kernels return nothing: the first
  * failure is kept (g->rc) and ends the cycle's exchanges. */
 static void xg(cpu_mg *g, int l, void *a)
 {
-    if (!g->rc) g->rc = mg_exchange(g, g->m, l, a, g->vs, &g->err);
+    if (!g->rc) g->rc = mg_exchange(g, l, a, &g->err);
 }
 
 #define XBUF(l, i) (g->is_float ? (void *)g->f.lv[l].x[i] : (void *)g->d.lv[l].x[i])
@@ -568,11 +444,11 @@ static int sop_cycle(void *ctx, heat_error *err);
 static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
 {
     cpu_mg *g = ctx;
-    int rc = mg_exchange(g, g->m, 0, XBUF(0, 0), g->vs, err);
+    int rc = mg_exchange(g, 0, XBUF(0, 0), err);
     if (rc) return rc;
     op_norms(ctx, rmax, umax, wsum, err);
     double v[2] = {*rmax, *umax};
-    mg_reduce(g, v, 2, 0);
+    mg_reduce(g, v, 2);
     *rmax = v[0], *umax = v[1];
     return HEAT_OK; /* wsum: this rank's (a singular problem is not split) */
 }
@@ -580,10 +456,10 @@ static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_e
 static int sop_rhs(void *ctx, int keep_x, double *bmax, heat_error *err)
 {
     cpu_mg *g = ctx;
-    int rc = mg_exchange(g, g->m, 0, XBUF(0, 0), g->vs, err);
+    int rc = mg_exchange(g, 0, XBUF(0, 0), err);
     if (rc) return rc;
     op_rhs(ctx, keep_x, bmax, err);
-    mg_reduce(g, bmax, 1, 0);
+    mg_reduce(g, bmax, 1);
     return HEAT_OK;
 }
 
@@ -591,7 +467,7 @@ static int sop_dudt(void *ctx, double *m, heat_error *err)
 {
     cpu_mg *g = ctx;
     op_dudt(ctx, m, err);
-    mg_reduce(g, m, 1, 0);
+    mg_reduce(g, m, 1);
     return HEAT_OK;
 }
 
@@ -622,13 +498,7 @@ int heat_cpu_mg_create_part(const heat_case *c, const heat_part *part, const hea
     *out = NULL;
     cpu_mg *g = new_mg(c);
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for multigrid");
-    g->comm = *comm;
-    g->dist = (heat_mg_dist){.c = c,
-                             .part = *part,
-                             .ctx = g,
-                             .exchange = mg_exchange,
-                             .reduce = mg_reduce,
-                             .allgatherv = mg_allgatherv};
+    heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
     int rc = heat_mg_build_part(c, &g->dist, cls_box, clo, cn, k, &g->m, &g->tail, err);
     if (!rc) rc = fill_views(g, u, v, c->d.general ? cls : NULL, err);
     if (rc) {
