@@ -133,18 +133,7 @@ int heat_backend_create_part(const heat_case *c, const heat_part *part, const he
                               "solver.backend = \"cuda\": materials, sources, convective and flux "
                               "faces run on the GPU in one process only in this version; under "
                               "MPI use \"auto\" or \"cpu\" (the CPU backend runs them)");
-    if (heat_case_multigrid(c) && c->solver.backend == HEAT_BACKEND_CUDA)
-        return heat_error_set(err, HEAT_EINPUT,
-                              "solver.backend = \"cuda\": %s runs on the GPU in one process only "
-                              "in this version; under MPI use \"auto\" or \"cpu\" (the CPU "
-                              "backend runs it)",
-                              heat_case_multigrid_words(c));
-    if (heat_case_multigrid(c)) {
-        if (notices && heat_backend_has_gpu_build() && c->solver.backend == HEAT_BACKEND_AUTO)
-            fprintf(notices, "notice: %s over several ranks runs on the CPU backend in this "
-                             "version\n",
-                    heat_case_multigrid_words(c));
-    } else if (part_wants_gpu(c, comm, notices)) {
+    if (part_wants_gpu(c, comm, notices)) {
 #ifdef HEAT_HAVE_CUDA
         rc = heat_cuda_part_create(c, part, comm, notices, out, err);
         if (rc == HEAT_OK && c->solver.kernel != HEAT_KERNEL_FUSING) {

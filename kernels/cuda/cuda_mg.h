@@ -21,6 +21,16 @@ typedef struct cuda_mg cuda_mg;
 int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t stream,
                         const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err);
 
+/* As heat_cuda_mg_create for one rank's part of a split grid (kernels/mg.h:
+ * a hierarchy split over ranks), a case that is not general; the level 0
+ * buffers are its own (heat_cuda_mg_level0). Collective. */
+int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                             cudaStream_t stream, cuda_mg **out, heat_error *err);
+
+/* A split run's level 0: its two buffers over its box (bn nodes per axis,
+ * gl ghost layers below the part's first node), x fastest. */
+void heat_cuda_mg_level0(cuda_mg *g, void **x0, void **x1, int64_t bn[3], int gl[3]);
+
 /* Cycles of the steady solve or implicit steps on the field (backend.h). */
 int heat_cuda_mg_advance(cuda_mg *g, int64_t steps, double *residual, heat_error *err);
 

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "cuda_mg.h"
 #include "halo_cuda.h"
 #include "halo_plan.h"
 #include "stats.cuh"
@@ -86,6 +87,7 @@ struct part_state {
     xport xp;
     heat_nccl *nccl;
     heat_halo_stats st;
+    cuda_mg *mg; /* multigrid (heat_case_multigrid): its own level-0 buffers */
 };
 
 static double now_s(void)
@@ -318,9 +320,46 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     return HEAT_OK;
 }
 
+/* The box of multigrid's level 0 (the part and one ghost layer on each face
+ * with a neighbour) between a level of the part and a buffer of it. */
+static cudaError_t mg_copy(part_state *s, void *level, void *mgbuf, bool to_mg)
+{
+    void *x0, *x1;
+    int64_t bn[3];
+    int gl[3];
+    heat_cuda_mg_level0(s->mg, &x0, &x1, bn, gl);
+    const heat_halo_plan &p = s->p;
+    cudaMemcpy3DParms m;
+    memset(&m, 0, sizeof m);
+    const cudaPitchedPtr a =
+        make_cudaPitchedPtr(level, (size_t)p.sy * s->vs, (size_t)p.ext[0], (size_t)p.ext[1]);
+    const cudaPitchedPtr q =
+        make_cudaPitchedPtr(mgbuf, (size_t)bn[0] * s->vs, (size_t)bn[0], (size_t)bn[1]);
+    const cudaPos at = make_cudaPos((size_t)(p.owned.lo[0] - gl[0]) * s->vs,
+                                    (size_t)(p.owned.lo[1] - gl[1]), (size_t)(p.owned.lo[2] - gl[2]));
+    if (to_mg)
+        m.srcPtr = a, m.srcPos = at, m.dstPtr = q;
+    else
+        m.srcPtr = q, m.dstPtr = a, m.dstPos = at;
+    m.kind = cudaMemcpyDeviceToDevice;
+    m.extent = make_cudaExtent((size_t)bn[0] * s->vs, (size_t)bn[1], (size_t)bn[2]);
+    return cudaMemcpy3DAsync(&m, s->hi);
+}
+
 static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
+    if (heat_case_multigrid(b->c)) {
+        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+        int rc = heat_cuda_mg_advance(s->mg, steps, residual, err);
+        void *x0, *x1;
+        int64_t bn[3];
+        int gl[3];
+        heat_cuda_mg_level0(s->mg, &x0, &x1, bn, gl);
+        PART_CHECK(mg_copy(s, s->u, x0, false));
+        PART_CHECK(cudaStreamSynchronize(s->hi));
+        return rc;
+    }
     const int k = s->p.depth;
     if (residual) PART_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->hi));
     for (int64_t left = steps; left > 0;) {
@@ -394,7 +433,30 @@ static int part_upload(heat_backend *b, const void *host, heat_error *err)
      * copy is on the default stream, which our streams do not wait for. */
     PART_CHECK(cudaMemcpy(s->v, s->u, bytes, cudaMemcpyDeviceToDevice));
     PART_CHECK(cudaDeviceSynchronize());
+    if (s->mg) { /* multigrid's two level-0 buffers: the field and its held nodes */
+        void *x0, *x1;
+        int64_t bn[3];
+        int gl[3];
+        heat_cuda_mg_level0(s->mg, &x0, &x1, bn, gl);
+        PART_CHECK(mg_copy(s, s->u, x0, true));
+        PART_CHECK(mg_copy(s, s->u, x1, true));
+        PART_CHECK(cudaStreamSynchronize(s->hi));
+    }
     return HEAT_OK;
+}
+
+static int part_mg_setup(heat_backend *b, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    heat_cuda_mg_destroy(s->mg);
+    s->mg = NULL;
+    return heat_cuda_mg_create_part(b->c, &s->p.part, &s->comm, s->hi, &s->mg, err);
+}
+
+static void part_mg_info(const heat_backend *b, heat_mg_info *info)
+{
+    const part_state *s = (const part_state *)b->impl;
+    if (s->mg) heat_cuda_mg_info(s->mg, info);
 }
 
 static int part_download(heat_backend *b, void *host, heat_error *err)
@@ -432,6 +494,7 @@ static void part_destroy(heat_backend *b)
     if (!b) return;
     part_state *s = (part_state *)b->impl;
     if (s) {
+        heat_cuda_mg_destroy(s->mg);
         heat_nccl_destroy(s->nccl);
         cudaFree(s->u);
         cudaFree(s->v);
@@ -537,7 +600,7 @@ static const heat_backend_ops part_ops = {
     part_upload,     part_advance,    part_download,        part_destroy,
     part_host_alloc, part_host_free,  part_bench_time,      NULL /* poison_next */,
     part_halo_stats, part_bench_halo, NULL /* class_box */, NULL /* set_classes */,
-    part_field_stats};
+    part_field_stats, NULL /* sample */, part_mg_setup, part_mg_info};
 
 /* ----------------------------------------------------------- creation */
 

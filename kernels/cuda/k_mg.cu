@@ -324,6 +324,15 @@ template <> mgd_level<double> *levels_of<double>(cuda_mg *g)
 {
     return g->ld;
 }
+template <typename T> static mgd_level<T> &gbox_of(cuda_mg *g);
+template <> mgd_level<float> &gbox_of<float>(cuda_mg *g)
+{
+    return g->gf;
+}
+template <> mgd_level<double> &gbox_of<double>(cuda_mg *g)
+{
+    return g->gd;
+}
 template <typename T> static mgd_fine<T> &fine_of(cuda_mg *g);
 template <> mgd_fine<float> &fine_of<float>(cuda_mg *g)
 {
@@ -339,14 +348,24 @@ template <typename T> static void k_smooth(cuda_mg *g, int l, int s, int zero)
     launch_pass<T, P_SMOOTH>(g, levels_of<T>(g)[l], fine_of<T>(g), l == 0, s, zero);
 }
 
+/* The restriction's and the prolongation's transfer from F to C (the
+ * coarse view given: a split level's box or the next level). */
+template <typename T, int TAPS>
+static void k_transfer(cuda_mg *g, const mgd_level<T> &F, const mgd_level<T> &C)
+{
+    const mgd_level<T> &W = TAPS == 3 ? C : F;
+    const int64_t n[3] = {W.n[0], W.n[1], W.n[2]};
+    int kc = 1;
+    const dim3 grid = column_grid(n, g->sms, &kc);
+    mg_transfer_kernel<T, TAPS><<<grid, dim3(32, 8), 0, g->stream>>>(F, C, kc);
+    note_launch(g);
+}
+
 template <typename T> static void k_restrict(cuda_mg *g, int l)
 {
     mgd_level<T> *L = levels_of<T>(g);
     launch_pass<T, P_RESID>(g, L[l], fine_of<T>(g), l == 0, 0, 0);
-    int kc = 1;
-    const dim3 grid = column_grid(g->m->lv[l + 1].n, g->sms, &kc);
-    mg_transfer_kernel<T, 3><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
-    note_launch(g);
+    k_transfer<T, 3>(g, L[l], L[l + 1]);
 }
 
 template <typename T> static void k_coarse(cuda_mg *g)
@@ -364,10 +383,7 @@ template <typename T> static void k_coarse(cuda_mg *g)
 template <typename T> static void k_prolong(cuda_mg *g, int l)
 {
     mgd_level<T> *L = levels_of<T>(g);
-    int kc = 1;
-    const dim3 grid = column_grid(g->m->lv[l].n, g->sms, &kc);
-    mg_transfer_kernel<T, 2><<<grid, dim3(32, 8), 0, g->stream>>>(L[l], L[l + 1], kc);
-    note_launch(g);
+    k_transfer<T, 2>(g, L[l], L[l + 1]);
 }
 
 static void op_smooth(void *ctx, int l, int s, int zero)
@@ -550,29 +566,37 @@ template <typename T> static int dev_zeros(cuda_mg *g, int64_t n, T **out, heat_
 /* One level's view: its axes, coefficients and buffers (level 0: the
  * field's two buffers and b). */
 template <typename T>
-static int upload_level(cuda_mg *g, int l, void *u, void *v, mgd_level<T> &V, heat_error *err)
+static int upload_level(cuda_mg *g, const heat_mg *m, int l, void *u, void *v, mgd_level<T> &V,
+                        heat_error *err)
 {
-    const heat_mg *m = g->m;
     const heat_mg_level *L = &m->lv[l];
     memset(&V, 0, sizeof V);
     int rc = HEAT_OK;
     for (int a = 0; a < 3 && !rc; a++) {
+        /* the axis's tables over the level's box (a split level's: its
+         * ghost layers held) */
         const heat_mg_axis *ax = &L->ax[a];
-        V.n[a] = (int)L->n[a];
-        V.held[a][0] = ax->held[0], V.held[a][1] = ax->held[1];
-        if (!rc) rc = dev_values<T>(g, ax->v, ax->n, &V.v[a], err);
-        if (!rc) rc = dev_values<T>(g, ax->ih, ax->n, &V.ih[a], err);
-        if (!rc) rc = dev_values<T>(g, ax->wp, 2 * ax->n, &V.wp[a], err);
-        if (!rc) rc = dev_values<T>(g, ax->wr, 3 * ax->n, &V.wr[a], err);
-        if (!rc) rc = dev_ints(g, ax->pp, 2 * ax->n, &V.pp[a], err);
-        if (!rc) rc = dev_ints(g, ax->pr, 3 * ax->n, &V.pr[a], err);
+        const int64_t bn = L->bn[a];
+        std::vector<double> tv((size_t)bn), tih((size_t)bn), twp(2 * (size_t)bn),
+            twr(3 * (size_t)bn);
+        std::vector<int64_t> tpp(2 * (size_t)bn), tpr(3 * (size_t)bn);
+        heat_mg_box_axis(m, l, a, tv.data(), tih.data(), twp.data(), twr.data(), tpp.data(),
+                         tpr.data());
+        V.n[a] = (int)bn;
+        V.held[a][0] = L->gl[a] || ax->held[0], V.held[a][1] = L->gh[a] || ax->held[1];
+        if (!rc) rc = dev_values<T>(g, tv.data(), bn, &V.v[a], err);
+        if (!rc) rc = dev_values<T>(g, tih.data(), bn, &V.ih[a], err);
+        if (!rc) rc = dev_values<T>(g, twp.data(), 2 * bn, &V.wp[a], err);
+        if (!rc) rc = dev_values<T>(g, twr.data(), 3 * bn, &V.wr[a], err);
+        if (!rc) rc = dev_ints(g, tpp.data(), 2 * bn, &V.pp[a], err);
+        if (!rc) rc = dev_ints(g, tpr.data(), 3 * bn, &V.pr[a], err);
         if (!rc && l > 0) rc = dev_values<T>(g, L->t[a], L->points, &V.t[a], err);
     }
     if (!rc && l > 0) rc = dev_values<T>(g, L->dg, L->points, &V.dg, err);
     for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)
         V.cheb[s][0] = (T)L->cheb[s][0], V.cheb[s][1] = (T)L->cheb[s][1];
     if (rc) return rc;
-    if (l == 0) {
+    if (l == 0 && u) {
         V.x0 = (T *)u, V.x1 = (T *)v;
         return HEAT_OK;
     }
@@ -611,7 +635,13 @@ static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *
         MG_CUDA_CHECK(cudaMemcpy(q, m->mat, sizeof m->mat, cudaMemcpyHostToDevice));
         F.cls = (const unsigned char *)p, F.mat = (const unsigned char *)q;
     }
-    for (int l = 0; l < m->levels && !rc; l++) rc = upload_level<T>(g, l, u, v, L[l], err);
+    /* a split run: levels below m->gather from m (its level 0 in buffers of
+     * its own, u NULL), the box of level m->gather, the rest from the tail */
+    const heat_mg *src = g->tail ? g->tail : m;
+    const int gl = g->tail ? m->gather : 0;
+    for (int l = 0; l < m->levels && !rc; l++)
+        rc = upload_level<T>(g, l < gl ? m : src, l, u, v, L[l], err);
+    if (!rc && g->tail) rc = upload_level<T>(g, m, gl, nullptr, nullptr, gbox_of<T>(g), err);
     if (rc) return rc;
     if (m->implicit) {
         rc = dev_zeros<T>(g, np, &L[0].b, err);
@@ -619,14 +649,14 @@ static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *
         L[0].b = (T *)F.b0;
     }
     /* The inverse by columns; its unknowns' nodes. */
-    const int64_t nc = m->nc;
+    const int64_t nc = src->nc;
     std::vector<double> ct((size_t)(nc * nc));
     for (int64_t r = 0; r < nc; r++)
-        for (int64_t q = 0; q < nc; q++) ct[(size_t)(q * nc + r)] = m->cinv[r * nc + q];
+        for (int64_t q = 0; q < nc; q++) ct[(size_t)(q * nc + r)] = src->cinv[r * nc + q];
     const T *cinv = nullptr;
     if (!rc) rc = dev_values<T>(g, ct.data(), nc * nc, &cinv, err);
     g->cinv_t = (void *)cinv;
-    if (!rc) rc = dev_ints(g, m->cidx, nc, (const int **)&g->cidx, err);
+    if (!rc) rc = dev_ints(g, src->cidx, nc, (const int **)&g->cidx, err);
     return rc;
 }
 
@@ -706,6 +736,264 @@ int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t strea
     return HEAT_OK;
 }
 
+/* ---- a split run (kernels/mg.h): halos through host memory ------------------------ */
+
+/* heat_mg_copy_fn: box b of a level on the device (plan p's layout) to the
+ * host buffer or back, on the stream (a copy to the host waited for). */
+static int dev_copy_box(void *ctx, const heat_halo_plan *p, const hbox *b, size_t vs, void *level,
+                        void *buf, int to_buf, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    cudaMemcpy3DParms q;
+    memset(&q, 0, sizeof q);
+    const size_t w = (size_t)(b->hi[0] - b->lo[0]), h = (size_t)(b->hi[1] - b->lo[1]),
+                 d = (size_t)(b->hi[2] - b->lo[2]);
+    const cudaPitchedPtr dev =
+        make_cudaPitchedPtr(level, (size_t)p->sy * vs, (size_t)p->ext[0], (size_t)p->ext[1]);
+    const cudaPitchedPtr host = make_cudaPitchedPtr(buf, w * vs, w, h);
+    const cudaPos at = make_cudaPos((size_t)b->lo[0] * vs, (size_t)b->lo[1], (size_t)b->lo[2]);
+    if (to_buf) {
+        q.srcPtr = dev, q.srcPos = at, q.dstPtr = host, q.kind = cudaMemcpyDeviceToHost;
+    } else {
+        q.srcPtr = host, q.dstPtr = dev, q.dstPos = at, q.kind = cudaMemcpyHostToDevice;
+    }
+    q.extent = make_cudaExtent(w * vs, h, d);
+    MG_CUDA_CHECK(cudaMemcpy3DAsync(&q, g->stream));
+    if (to_buf) MG_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return HEAT_OK;
+}
+
+/* An exchange inside a cycle, whose kernels return nothing: the first
+ * failure is kept and ends the cycle's exchanges. */
+static void xg(cuda_mg *g, int l, void *a)
+{
+    if (!g->split_rc)
+        g->split_rc = heat_mg_xchg_run(&g->xchg, g->m, l, a, g->is_float ? 4 : 8, dev_copy_box, g,
+                                       &g->split_err);
+}
+
+static void split_fail(cuda_mg *g, cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess && !g->split_rc)
+        g->split_rc = heat_error_set(&g->split_err, HEAT_ERUNTIME, "cuda multigrid: %s: %s", what,
+                                     cudaGetErrorString(e));
+}
+
+template <typename T> static T *xbuf(cuda_mg *g, int l, int i)
+{
+    mgd_level<T> &L = levels_of<T>(g)[l];
+    return i ? L.x1 : L.x0;
+}
+
+static void sop_smooth(void *ctx, int l, int s, int zero)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    if (l < g->m->gather && !(zero && s == 0))
+        xg(g, l, g->is_float ? (void *)xbuf<float>(g, l, s % 2) : (void *)xbuf<double>(g, l, s % 2));
+    op_smooth(ctx, l, s, zero);
+}
+
+/* The whole level m->gather on every rank: its box's b gathered from the
+ * ranks (restriction), or its x scattered into the box (prolongation). */
+template <typename T> static void gather_b(cuda_mg *g)
+{
+    const int G = g->m->gather;
+    const heat_mg_level *lv = &g->m->lv[G];
+    const size_t box = (size_t)lv->points * sizeof(T),
+                 full = (size_t)(lv->n[0] * lv->n[1] * lv->n[2]) * sizeof(T);
+    g->hbox.resize(box), g->hfull.resize(full);
+    split_fail(g, cudaMemcpyAsync(g->hbox.data(), gbox_of<T>(g).b, box, cudaMemcpyDeviceToHost,
+                                  g->stream),
+               "gathering a level");
+    split_fail(g, cudaStreamSynchronize(g->stream), "gathering a level");
+    if (!g->split_rc)
+        g->split_rc = heat_mg_gather(g->m, &g->dist, G, sizeof(T), g->hbox.data(),
+                                     g->hfull.data(), &g->split_err);
+    if (!g->split_rc)
+        split_fail(g, cudaMemcpyAsync(levels_of<T>(g)[G].b, g->hfull.data(), full,
+                                      cudaMemcpyHostToDevice, g->stream),
+                   "gathering a level");
+}
+
+template <typename T> static void scatter_x(cuda_mg *g)
+{
+    const int G = g->m->gather;
+    const heat_mg_level *lv = &g->m->lv[G];
+    const size_t box = (size_t)lv->points * sizeof(T),
+                 full = (size_t)(lv->n[0] * lv->n[1] * lv->n[2]) * sizeof(T);
+    g->hbox.resize(box), g->hfull.resize(full);
+    split_fail(g, cudaMemcpyAsync(g->hfull.data(), levels_of<T>(g)[G].x0, full,
+                                  cudaMemcpyDeviceToHost, g->stream),
+               "scattering a level");
+    split_fail(g, cudaStreamSynchronize(g->stream), "scattering a level");
+    if (g->split_rc) return;
+    heat_mg_scatter(g->m, G, sizeof(T), g->hfull.data(), g->hbox.data());
+    split_fail(g, cudaMemcpyAsync(gbox_of<T>(g).x0, g->hbox.data(), box, cudaMemcpyHostToDevice,
+                                  g->stream),
+               "scattering a level");
+}
+
+template <typename T> static void s_restrict(cuda_mg *g, int l)
+{
+    const int G = g->m->gather;
+    mgd_level<T> *L = levels_of<T>(g);
+    if (l >= G) return k_restrict<T>(g, l);
+    xg(g, l, L[l].x0);
+    launch_pass<T, P_RESID>(g, L[l], fine_of<T>(g), l == 0, 0, 0);
+    xg(g, l, L[l].x1);
+    if (l + 1 < G) return k_transfer<T, 3>(g, L[l], L[l + 1]);
+    k_transfer<T, 3>(g, L[l], gbox_of<T>(g));
+    gather_b<T>(g);
+}
+
+template <typename T> static void s_prolong(cuda_mg *g, int l)
+{
+    const int G = g->m->gather;
+    mgd_level<T> *L = levels_of<T>(g);
+    if (l >= G) return k_prolong<T>(g, l);
+    if (l + 1 < G) {
+        xg(g, l + 1, L[l + 1].x0);
+        return k_transfer<T, 2>(g, L[l], L[l + 1]);
+    }
+    scatter_x<T>(g);
+    k_transfer<T, 2>(g, L[l], gbox_of<T>(g));
+}
+
+static void sop_restrict(void *ctx, int l)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    g->is_float ? s_restrict<float>(g, l) : s_restrict<double>(g, l);
+}
+
+static void sop_prolong(void *ctx, int l)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    g->is_float ? s_prolong<float>(g, l) : s_prolong<double>(g, l);
+}
+
+/* Level 0's ghosts made current, for a pass that reads them; its maxima
+ * then include the ghosts, copies of the neighbours' own values, so the
+ * largest over the ranks is the one-process value. */
+static int level0_current(cuda_mg *g, heat_error *err)
+{
+    xg(g, 0, g->is_float ? (void *)xbuf<float>(g, 0, 0) : (void *)xbuf<double>(g, 0, 0));
+    if (g->split_rc) {
+        *err = g->split_err;
+        const int rc = g->split_rc;
+        g->split_rc = HEAT_OK;
+        return rc;
+    }
+    return HEAT_OK;
+}
+
+static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    int rc = level0_current(g, err);
+    if (!rc) rc = op_norms(ctx, rmax, umax, wsum, err);
+    if (rc) return rc;
+    double v[2] = {*rmax, *umax};
+    g->xchg.comm.reduce(g->xchg.comm.ctx, v, 2, 0);
+    *rmax = v[0], *umax = v[1];
+    return HEAT_OK; /* wsum: this rank's (a singular problem is not split) */
+}
+
+static int sop_rhs(void *ctx, int keep, double *bmax, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    int rc = level0_current(g, err);
+    if (!rc) rc = op_rhs(ctx, keep, bmax, err);
+    if (!rc) g->xchg.comm.reduce(g->xchg.comm.ctx, bmax, 1, 0);
+    return rc;
+}
+
+static int sop_dudt(void *ctx, double *m, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    int rc = level0_current(g, err);
+    if (!rc) rc = op_dudt(ctx, m, err);
+    if (!rc) g->xchg.comm.reduce(g->xchg.comm.ctx, m, 1, 0);
+    return rc;
+}
+
+static int sop_cycle(void *ctx, heat_error *err);
+
+static const heat_mg_ops split_ops = {sop_smooth,
+                                      sop_restrict,
+                                      op_coarse,
+                                      sop_prolong,
+                                      sop_norms,
+                                      op_shift,
+                                      sop_rhs,
+                                      sop_dudt,
+                                      sop_cycle};
+
+/* One V-cycle kernel by kernel with its exchanges (no graph: the halos
+ * go through MPI between kernels). */
+static int sop_cycle(void *ctx, heat_error *err)
+{
+    cuda_mg *g = (cuda_mg *)ctx;
+    heat_mg_vcycle(g->m, &split_ops, g);
+    int rc = heat_cuda_mg_finish(g, err);
+    if (!rc && g->split_rc) {
+        *err = g->split_err;
+        rc = g->split_rc;
+        g->split_rc = HEAT_OK;
+    }
+    return rc;
+}
+
+int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
+                             cudaStream_t stream, cuda_mg **out, heat_error *err)
+{
+    *out = nullptr;
+    cuda_mg *g = new (std::nothrow) cuda_mg();
+    if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
+    g->c = *c;
+    g->stream = stream;
+    g->is_float = c->solver.precision == HEAT_FLOAT;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        g->sms = 1;
+    {
+        const char *pt = getenv("HEAT_CUDA_MG_POINT");
+        g->point_l0 = pt && *pt && strcmp(pt, "0") != 0;
+    }
+    heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
+    const int64_t zero[3] = {0, 0, 0};
+    int rc = heat_mg_build_part(c, &g->dist, nullptr, zero, zero, nullptr, &g->m, &g->tail, err);
+    if (!rc) rc = check_memory(g, err);
+    if (!rc)
+        rc = g->is_float ? upload<float>(g, nullptr, nullptr, nullptr, err)
+                         : upload<double>(g, nullptr, nullptr, nullptr, err);
+    if (!rc) {
+        cudaError_t e = cudaMalloc(&g->d_norms, sizeof *g->d_norms);
+        if (e == cudaSuccess) e = cudaMallocHost(&g->h_norms, sizeof *g->h_norms);
+        if (e == cudaSuccess) e = cudaMalloc(&g->d_max, sizeof *g->d_max);
+        if (e == cudaSuccess) e = cudaMallocHost(&g->h_max, sizeof *g->h_max);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e != cudaSuccess)
+            rc = heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
+    }
+    if (rc) {
+        heat_cuda_mg_destroy(g);
+        return rc;
+    }
+    heat_mg_drop_arrays(g->m);
+    heat_mg_drop_arrays(g->tail);
+    *out = g;
+    return HEAT_OK;
+}
+
+void heat_cuda_mg_level0(cuda_mg *g, void **x0, void **x1, int64_t bn[3], int gl[3])
+{
+    const heat_mg_level *L = &g->m->lv[0];
+    *x0 = g->is_float ? (void *)g->lf[0].x0 : (void *)g->ld[0].x0;
+    *x1 = g->is_float ? (void *)g->lf[0].x1 : (void *)g->ld[0].x1;
+    for (int a = 0; a < 3; a++) bn[a] = L->bn[a], gl[a] = L->gl[a];
+}
+
 void heat_cuda_mg_destroy(cuda_mg *g)
 {
     if (!g) return;
@@ -720,11 +1008,18 @@ void heat_cuda_mg_destroy(cuda_mg *g)
         if (g->ev[i]) cudaEventDestroy(g->ev[i]);
     cudaGetLastError();
     heat_mg_free(g->m);
+    heat_mg_free(g->tail);
+    heat_mg_xchg_free(&g->xchg);
     delete g;
 }
 
 int heat_cuda_mg_advance(cuda_mg *g, int64_t steps, double *residual, heat_error *err)
 {
+    if (g->tail) {
+        if (g->m->implicit)
+            return heat_mg_implicit(g->m, &split_ops, g, &g->st, steps, residual, err);
+        return heat_mg_steady(g->m, &split_ops, g, &g->st, steps, residual, err);
+    }
     if (g->m->implicit) return heat_mg_implicit(g->m, &graph_ops, g, &g->st, steps, residual, err);
     return heat_mg_steady(g->m, &graph_ops, g, &g->st, steps, residual, err);
 }

@@ -208,6 +208,20 @@ struct cuda_mg {
      * even where k_mg_fine.cu's serve (for comparing the two) */
     bool point_l0;
     cudaEvent_t ev[HEAT_MG_MARKS];
+    /* A split run (kernels/mg.h, "a hierarchy split over ranks"): m holds
+     * this rank's boxes of levels 0 .. m->gather (views lf/ld below
+     * m->gather, its own two level-0 buffers, and the box of level
+     * m->gather in gf/gd), tail the levels from m->gather on, whole, in
+     * lf/ld; halos through host memory. */
+    heat_mg *tail;
+    mgd_level<float> gf;
+    mgd_level<double> gd;
+    heat_mg_xchg xchg;
+    heat_mg_dist dist;
+    std::vector<char> hbox, hfull; /* level m->gather: a box and the whole level, on the host */
+    std::vector<char> hstage;      /* a halo box on its way to or from the host */
+    int split_rc;                  /* the first failure of an exchange inside a cycle */
+    heat_error split_err;
 };
 
 /* The finest level's sweeps, residual and norms when it has one material
