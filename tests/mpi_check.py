@@ -26,7 +26,9 @@ TEST is one of:
             levels split as deep as the grid allows (HEAT_TEST_MG_GATHER=0)
             and as a run splits them; an implicit run checkpointed on 3 ranks
             continued on 2; and the decks a split cannot run (a singular
-            steady problem, a grid of one level) refused with exit 2.
+            steady problem, a grid of one level) refused with exit 2 (with
+            --backend cuda the materials decks are refused, exit 2, as
+            materials on GPU ranks are).
 
 Options for the GPU machine (tools/gpu_mpi_check.sh): --backend cuda runs the
 ranks on the CUDA backend (--kernel K: its kernel), --ref-backend the one
