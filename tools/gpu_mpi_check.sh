@@ -8,7 +8,9 @@
 #      tests/mpi_check.py with the ranks on the CUDA backend, 1 to 4 ranks on
 #      the one GPU: every split against the one-process CPU run and against a
 #      one-process CUDA run, the fused kernel and a step-by-step one (naive),
-#      restart across rank counts, SIGTERM to one rank, a failing rank; and
+#      restart across rank counts, SIGTERM to one rank, a failing rank,
+#      multigrid split over the ranks (finest level by the tiled and the point
+#      kernels); and
 #      parallel.transport = "nccl" refused clearly when ranks share a GPU;
 #   3. sanitize: compute-sanitizer memcheck and racecheck on 2-rank runs (x
 #      cut: aligned views; z cut; temporal_block 1 and 3; float and double);
@@ -112,6 +114,8 @@ if has tests; then
   mpi_check restart cuda --backend cuda
   mpi_check signal cuda --backend cuda
   mpi_check fail cuda --backend cuda
+  mpi_check multigrid cuda --backend cuda --max-np 4
+  HEAT_CUDA_MG_POINT=1 mpi_check multigrid cuda-point --backend cuda --max-np 4
   # NCCL refuses two ranks on one GPU: said clearly under "nccl", a fallback under "auto".
   d=$out/nccl.cfg
   cat >"$d" <<'EOF'
