@@ -188,9 +188,9 @@ typedef struct heat_mg_dist {
 } heat_mg_dist;
 
 /* Whether c's multigrid can be split over ranks: HEAT_EINPUT saying why not
- * for a singular steady problem (its kept mean needs a sum over the grid,
- * which would depend on the split) and for a grid small enough to be the
- * coarsest level. */
+ * for a grid small enough to be the coarsest level (one level, solved
+ * directly in one process). A singular problem's kept mean is an exact sum
+ * (xsum.h), the same bits for every split. */
 int heat_mg_split_check(const heat_case *c, heat_error *err);
 
 /* The split hierarchy of c: *out the split levels (this rank's boxes; the

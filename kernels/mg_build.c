@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mg.h"
+#include "xsum.h"
 
 /* ---- axes ------------------------------------------------------------------ */
 
@@ -318,9 +319,10 @@ static void fine_needs(const heat_case *c, const heat_coeffs *k, int *need_b, in
 }
 
 /* D0 and b0 of every node; the net heat put in and its magnitude (for the
- * singular problem's solvability). */
+ * singular problem's solvability); m->weight, and its exact sum in *wx
+ * when not NULL (over the nodes owned: a split's ranks add theirs). */
 static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int store, double *net,
-                      double *mag)
+                      double *mag, heat_xsum *wx)
 {
     int need_b, need_d;
     fine_needs(c, k, &need_b, &need_d);
@@ -329,10 +331,18 @@ static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int 
     const int64_t np = L->points;
     if (need_d && !(m->dg0 = calloc((size_t)np, sizeof *m->dg0))) return -1;
     if (need_b && !(m->b0 = calloc((size_t)np, sizeof *m->b0))) return -1;
-    double s = 0, sa = 0, w = 0;
+    double s = 0, sa = 0;
+    heat_xsum w;
+    heat_xsum_zero(&w);
     /* Every node of the box (ghosts too: the coarse levels' D restricts
-     * them); the sums over the nodes owned. */
-#pragma omp parallel for collapse(2) schedule(static) reduction(+ : s, sa, w)
+     * them); the sums over the nodes owned, the weight exact (the kept mean
+     * of a singular problem is the same bits for any thread count and any
+     * split). */
+#pragma omp parallel
+    {
+    heat_xsum wt;
+    heat_xsum_zero(&wt);
+#pragma omp for collapse(2) schedule(static) reduction(+ : s, sa)
     for (int64_t bz = 0; bz < L->bn[2]; bz++)
         for (int64_t by = 0; by < L->bn[1]; by++)
             for (int64_t bx = 0; bx < L->bn[0]; bx++) {
@@ -347,11 +357,15 @@ static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int 
                 if (m->dg0) m->dg0[p] = dd;
                 if (m->b0) m->b0[p] = bb;
                 if (!owned(L, bx, by, bz)) continue;
-                w += m->rhoc[a] * vol;
+                heat_xsum_add(&wt, m->rhoc[a] * vol);
                 s += bb, sa += fabs(bb);
             }
+#pragma omp critical(heat_mg_weight)
+    heat_xsum_merge(&w, &wt);
+    }
     *net = s, *mag = sa;
-    m->weight = w;
+    m->weight = heat_xsum_value(&w);
+    if (wx) *wx = w;
     return 0;
 }
 
@@ -694,7 +708,7 @@ int heat_mg_build(const heat_case *c, const uint8_t *cls, const heat_coeffs *k, 
     heat_mg *m = new_hierarchy(c, cls, k, h);
     if (!m) return oom(m, err);
     double net, mag;
-    if (fine_terms(m, c, k, 1, &net, &mag)) return oom(m, err);
+    if (fine_terms(m, c, k, 1, &net, &mag, NULL)) return oom(m, err);
     if (m->singular && check_balance(net, mag, err)) {
         heat_mg_free(m);
         return HEAT_EINPUT;
@@ -726,7 +740,7 @@ int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coe
     if (fine_tables(m, c, k) || fine_level(m, c, h)) return oom(m, err);
     for (int d = 0; d < 3; d++) m->clo[d] = 0, m->cn[d] = m->lv[0].n[d];
     double net, mag;
-    fine_terms(m, c, k, 0, &net, &mag);
+    fine_terms(m, c, k, 0, &net, &mag, NULL);
     heat_mg_free(m);
     return check_balance(net, mag, err);
 }
@@ -799,12 +813,6 @@ int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err
 
 int heat_mg_split_check(const heat_case *c, heat_error *err)
 {
-    if (heat_case_steady_multigrid(c) && heat_case_singular(c))
-        return heat_error_set(
-            err, HEAT_EINPUT,
-            "steady.method = \"multigrid\" with no Dirichlet or convective face keeps the initial "
-            "mean, a sum over the whole grid that a split would round differently: run it in one "
-            "process (without mpirun, or with -np 1), or make a face Dirichlet or convective");
     int levels;
     double bytes;
     int rc = heat_mg_plan(c, &levels, &bytes, err);
@@ -895,11 +903,19 @@ int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8
     const int g = gather_level(m, c, part);
     m->gather = g;
     for (int l = 0; l <= g; l++) part_box(m, c, part, l);
-    double net, sums[3];
-    if (fine_terms(m, c, k, 1, &net, &sums[1])) return oom(m, err);
-    sums[0] = net, sums[2] = m->weight;
-    dist->reduce(dist->ctx, sums, 3, 1);
-    m->weight = sums[2];
+    double sums[2];
+    heat_xsum wx;
+    if (fine_terms(m, c, k, 1, &sums[0], &sums[1], &wx)) return oom(m, err);
+    dist->reduce(dist->ctx, sums, 2, 1);
+    double limbs[HEAT_XSUM_LIMBS + 1];
+    heat_xsum_limbs_out(&wx, limbs);
+    dist->reduce(dist->ctx, limbs, HEAT_XSUM_LIMBS + 1, 1);
+    heat_xsum_limbs_in(&wx, limbs);
+    m->weight = heat_xsum_value(&wx);
+    if (m->singular && (rc = check_balance(sums[0], sums[1], err))) {
+        heat_mg_free(m);
+        return rc;
+    }
     for (int l = 0; l < g && !rc; l++) {
         if (level_arrays(m, l)) return oom(m, err);
         heat_mg_level *C = &m->lv[l + 1];

@@ -25,8 +25,9 @@ TEST is one of:
             float and double) split along each axis and several, with the
             levels split as deep as the grid allows (HEAT_TEST_MG_GATHER=0)
             and as a run splits them; an implicit run checkpointed on 3 ranks
-            continued on 2; and the decks a split cannot run (a singular
-            steady problem, a grid of one level) refused with exit 2 (with
+            continued on 2; a singular problem (its kept mean an exact sum)
+            split and on 1 and 2 threads; and a grid of one level, which
+            a split cannot run, refused with exit 2 (with
             --backend cuda the materials decks are refused, exit 2, as
             materials on GPU ranks are).
 
@@ -533,6 +534,12 @@ def test_multigrid(env):
                            mg_deck(DECK_MATERIALS, "backward_euler") % {"name": "mgmatbe"}),
         "matcn": env.write("mgmatcn.cfg",
                            mg_deck(DECK_MATERIALS, "crank_nicolson") % {"name": "mgmatcn"}),
+        # singular: no Dirichlet or convective face, the initial mean kept
+        "sing": env.write("mgsing.cfg", (mg_deck(DECK_PERIODIC) % {"name": "mgsing"}).replace(
+            'y_lo = { type = "dirichlet"; value = 2.0; };',
+            'y_lo = { type = "neumann"; gradient = 0.0; };').replace(
+            'y_hi = { type = "neumann"; gradient = 0.25; };',
+            'y_hi = { type = "neumann"; gradient = 0.0; };')),
     }
     deep = dict(env.env, HEAT_TEST_MG_GATHER="0")
     # (deck, precision, processes, parallel.ranks, levels split as deep as they go)
@@ -553,6 +560,8 @@ def test_multigrid(env):
         ("matbe", "float", 2, "[1,2,1]", True),
         ("matcn", "double", 3, "[3,1,1]", True),
         ("matcn", "double", 2, "[1,1,2]", False),
+        ("sing", "double", 4, "[2,1,2]", True),  # the kept mean: an exact sum
+        ("sing", "float", 3, "[1,3,1]", True),
     ]
     refs = {}
     for deck, prec, np, ranks, split_deep in cases:
@@ -594,12 +603,17 @@ def test_multigrid(env):
                  "multigrid backward Euler checkpointed on 3 ranks, continued on 2", names)
     log("multigrid backward Euler (%s) checkpointed on 3 ranks, continued on 2: %d files equal"
         % (rdeck, n))
+    # The kept mean does not depend on the threads of one process either.
+    out = fresh(env, "mg_sing_threads")
+    env.run(0, decks["sing"], out, ["solver.precision=double"],
+            env=dict(env.env, OMP_NUM_THREADS="2"))
+    n = same_run(os.path.join(env.work, refs[("sing", "double")]), os.path.join(env.work, out),
+                 "multigrid singular, one process of 2 threads against 1")
+    log("multigrid singular, one process: 2 threads equal 1 thread (%d files)" % n)
     # What a split cannot run: exit 2, the reason once, nothing written.
-    singular = env.write("mgsing.cfg", (mg_deck(DECK_PERIODIC) % {"name": "mgsing"}).replace(
-        'y_lo = { type = "dirichlet"; value = 2.0; };', 'y_lo = { type = "neumann"; gradient = 0.25; };'))
     tiny = env.write("mgtiny.cfg", (mg_deck(DECK3) % {"name": "mgtiny"}).replace(
         "points = [45, 33, 29]", "points = [9, 7, 5]"))
-    for deck, words in ((singular, "keeps the initial mean"), (tiny, "solved directly")):
+    for deck, words in ((tiny, "solved directly"),):
         out = fresh(env, "mg_refused")
         text = env.run(2, deck, out, [], expect=2)
         if words not in text or text.count(words) != 1:

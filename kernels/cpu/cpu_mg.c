@@ -8,6 +8,7 @@
 
 #include "cpu_internal.h"
 #include "mg.h"
+#include "xsum.h"
 
 #define T   float
 #define SFX f
@@ -28,7 +29,7 @@ struct cpu_mg {
     mgv_f f;
     mgv_d d;
     heat_mg_state st;
-    double *rows; /* one partial sum per row of level 0 (the weighted mean) */
+    heat_xsum ws; /* the last norms' sum of (rho c) V x, this rank's */
     double marks[HEAT_MG_MARKS];
     void **owned;
     int nowned, cap;
@@ -165,11 +166,10 @@ static int fill_views(cpu_mg *g, void *u, void *v, const uint8_t *cls, heat_erro
         FILL_VIEW(g->d, double, m, 0, last, u, v, cls);
         if (tl) FILL_VIEW(g->td, double, tl, m->gather, tl->levels - 1, NULL, NULL, NULL);
     }
-    g->rows = malloc(sizeof *g->rows * (size_t)(m->lv[0].bn[1] * m->lv[0].bn[2]));
     const double gb = (heat_mg_bytes(m, (int)g->vs) + (tl ? heat_mg_bytes(tl, (int)g->vs) : 0)) / 1e9;
     heat_mg_drop_arrays(g->m);
     heat_mg_drop_arrays(g->tail);
-    if (fail || !g->rows)
+    if (fail)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cpu backend: out of memory for the multigrid levels (%.3g GB)", gb);
     return HEAT_OK;
@@ -206,7 +206,6 @@ void heat_cpu_mg_destroy(cpu_mg *g)
     if (!g) return;
     for (int i = 0; i < g->nowned; i++) free(g->owned[i]);
     free(g->owned);
-    free(g->rows);
     heat_mg_xchg_free(&g->xchg);
     heat_mg_free(g->m);
     heat_mg_free(g->tail);
@@ -256,9 +255,10 @@ static int op_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_er
     (void)err;
     cpu_mg *g = ctx;
     if (g->is_float)
-        mg_norms_f(&g->f, rmax, umax, wsum, g->rows);
+        mg_norms_f(&g->f, rmax, umax, &g->ws);
     else
-        mg_norms_d(&g->d, rmax, umax, wsum, g->rows);
+        mg_norms_d(&g->d, rmax, umax, &g->ws);
+    *wsum = heat_xsum_value(&g->ws);
     return HEAT_OK;
 }
 
@@ -450,7 +450,13 @@ static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_e
     double v[2] = {*rmax, *umax};
     mg_reduce(g, v, 2);
     *rmax = v[0], *umax = v[1];
-    return HEAT_OK; /* wsum: this rank's (a singular problem is not split) */
+    /* the exact sum over every rank: its digits added as doubles, exactly */
+    double limbs[HEAT_XSUM_LIMBS + 1];
+    heat_xsum_limbs_out(&g->ws, limbs);
+    g->xchg.comm.reduce(g->xchg.comm.ctx, limbs, HEAT_XSUM_LIMBS + 1, 1);
+    heat_xsum_limbs_in(&g->ws, limbs);
+    *wsum = heat_xsum_value(&g->ws);
+    return HEAT_OK;
 }
 
 static int sop_rhs(void *ctx, int keep_x, double *bmax, heat_error *err)

@@ -886,6 +886,46 @@ static int level0_current(cuda_mg *g, heat_error *err)
     return HEAT_OK;
 }
 
+/* A singular problem's sum of (rho c) V x over this rank's nodes not held,
+ * exact (xsum.h), from a download of level 0: each node's term as the
+ * CPU backend makes it, so that every split gives the one-process bits. */
+template <typename T> static int exact_wsum(cuda_mg *g, heat_xsum *ws, heat_error *err)
+{
+    const heat_mg *m = g->m;
+    const heat_mg_level *L = &m->lv[0];
+    const size_t box = (size_t)L->points * sizeof(T);
+    g->hbox.resize(box);
+    MG_CUDA_CHECK(cudaMemcpyAsync(g->hbox.data(), levels_of<T>(g)[0].x0, box,
+                                  cudaMemcpyDeviceToHost, g->stream));
+    MG_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    const T *x = (const T *)g->hbox.data();
+    std::vector<double> v[3];
+    for (int a = 0; a < 3; a++) {
+        const int64_t bn = L->bn[a];
+        std::vector<double> ih((size_t)bn), wp(2 * (size_t)bn), wr(3 * (size_t)bn);
+        std::vector<int64_t> pp(2 * (size_t)bn), pr(3 * (size_t)bn);
+        v[a].resize((size_t)bn);
+        heat_mg_box_axis(m, 0, a, v[a].data(), ih.data(), wp.data(), wr.data(), pp.data(),
+                         pr.data());
+    }
+    const T rc = (T)m->rhoc[0]; /* one material: GPU ranks take no materials */
+    heat_xsum_zero(ws);
+    for (int64_t k = 0; k < L->bn[2]; k++)
+        for (int64_t j = 0; j < L->bn[1]; j++)
+            for (int64_t i = 0; i < L->bn[0]; i++) {
+                const int64_t b[3] = {i, j, k};
+                bool held = false;
+                for (int a = 0; a < 3; a++)
+                    held = held || (b[a] == 0 && (L->gl[a] || L->ax[a].held[0])) ||
+                           (b[a] == L->bn[a] - 1 && (L->gh[a] || L->ax[a].held[1]));
+                if (held) continue;
+                const T vol = ((T)v[0][(size_t)i] * (T)v[1][(size_t)j]) * (T)v[2][(size_t)k];
+                heat_xsum_add(ws, (double)(rc * vol) *
+                                      (double)x[(k * L->bn[1] + j) * L->bn[0] + i]);
+            }
+    return HEAT_OK;
+}
+
 static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
 {
     cuda_mg *g = (cuda_mg *)ctx;
@@ -895,7 +935,16 @@ static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_e
     double v[2] = {*rmax, *umax};
     g->xchg.comm.reduce(g->xchg.comm.ctx, v, 2, 0);
     *rmax = v[0], *umax = v[1];
-    return HEAT_OK; /* wsum: this rank's (a singular problem is not split) */
+    if (!g->m->singular) return HEAT_OK;
+    heat_xsum ws;
+    rc = g->is_float ? exact_wsum<float>(g, &ws, err) : exact_wsum<double>(g, &ws, err);
+    if (rc) return rc;
+    double limbs[HEAT_XSUM_LIMBS + 1];
+    heat_xsum_limbs_out(&ws, limbs);
+    g->xchg.comm.reduce(g->xchg.comm.ctx, limbs, HEAT_XSUM_LIMBS + 1, 1);
+    heat_xsum_limbs_in(&ws, limbs);
+    *wsum = heat_xsum_value(&ws);
+    return HEAT_OK;
 }
 
 static int sop_rhs(void *ctx, int keep, double *bmax, heat_error *err)

@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "mg.h"
+#include "xsum.h"
 }
 
 #define MG_CUDA_CHECK(call)                                                                        \
