@@ -228,18 +228,22 @@ typedef struct heat_mg_xchg {
     heat_halo_plan *plan[HEAT_MG_LEVELS_MAX];
     void *sendbuf, *recvbuf;
     size_t bytes;
+    heat_halo_stats st; /* the exchanges since heat_mg_xchg_clear */
 } heat_mg_xchg;
 
 /* Readies x for c's part over comm, and d (the build's callbacks, host
  * arrays) over x. */
 void heat_mg_xchg_init(heat_mg_xchg *x, const heat_case *c, const heat_part *part,
                        const heat_halo_comm *comm, heat_mg_dist *d);
-/* Fills the ghost layers of `a` (values of vs bytes over level l's box). */
+/* Fills the ghost layers of `a` (values of vs bytes over level l's box),
+ * counted and timed in x->st (all of it exposed: nothing runs beside). */
 int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t vs,
                      heat_mg_copy_fn copy, void *cctx, heat_error *err);
 /* The copy of host arrays. */
 int heat_mg_copy_host(void *ctx, const heat_halo_plan *p, const hbox *b, size_t vs, void *level,
                       void *buf, int to_buf, heat_error *err);
+/* Zeroes x->st's counts and times (after the build: the loop's alone). */
+void heat_mg_xchg_clear(heat_mg_xchg *x);
 void heat_mg_xchg_free(heat_mg_xchg *x);
 
 /* The index in level L's box of level node (i, j, k). */

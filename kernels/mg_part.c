@@ -4,6 +4,8 @@
  * or the GPU's through host buffers). */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "mg.h"
 
@@ -66,6 +68,13 @@ static const heat_halo_plan *level_plan(heat_mg_xchg *x, const heat_mg *m, int l
     return x->plan[l] = p;
 }
 
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t vs,
                      heat_mg_copy_fn copy, void *cctx, heat_error *err)
 {
@@ -80,9 +89,11 @@ int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t v
         if (!x->bytes)
             return heat_error_set(err, HEAT_ERUNTIME, "multigrid: out of memory for halos");
     }
+    const double t0 = now();
     for (int ph = 0; ph < p->nphase; ph++) {
         heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
         int rc = HEAT_OK;
+        const double a0 = now();
         for (int i = 0; i < p->nmsg[ph] && !rc; i++) {
             const hmsg *q = &p->msg[ph][i];
             char *sb = (char *)x->sendbuf + q->off * vs, *rb = (char *)x->recvbuf + q->off * vs;
@@ -90,14 +101,20 @@ int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t v
             send[i] = (heat_halo_msg){q->peer, q->send_tag, sb, q->count};
             recv[i] = (heat_halo_msg){q->peer, q->recv_tag, rb, q->count};
         }
+        const double a1 = now();
         if (!rc) rc = x->comm.start(x->comm.ctx, recv, p->nmsg[ph], send, p->nmsg[ph], vs, err);
         if (!rc) rc = x->comm.wait(x->comm.ctx, err);
+        const double a2 = now();
         for (int i = 0; i < p->nmsg[ph] && !rc; i++) {
             const hmsg *q = &p->msg[ph][i];
             rc = copy(cctx, p, &q->recv, vs, a, (char *)x->recvbuf + q->off * vs, 0, err);
         }
+        x->st.pack += a1 - a0, x->st.transfer += a2 - a1, x->st.unpack += now() - a2;
         if (rc) return rc;
     }
+    /* nothing runs beside it: the whole exchange is exposed */
+    x->st.exchanges++;
+    x->st.exposed += now() - t0;
     return HEAT_OK;
 }
 
@@ -141,6 +158,7 @@ void heat_mg_xchg_init(heat_mg_xchg *x, const heat_case *c, const heat_part *par
                        const heat_halo_comm *comm, heat_mg_dist *d)
 {
     memset(x, 0, sizeof *x);
+    snprintf(x->st.transport, sizeof x->st.transport, "mpi, host memory");
     x->c = c;
     x->part = *part;
     x->comm = *comm;
@@ -150,6 +168,12 @@ void heat_mg_xchg_init(heat_mg_xchg *x, const heat_case *c, const heat_part *par
                         .exchange = dist_exchange,
                         .reduce = dist_reduce,
                         .allgatherv = dist_allgatherv};
+}
+
+void heat_mg_xchg_clear(heat_mg_xchg *x)
+{
+    x->st.exchanges = 0;
+    x->st.exposed = x->st.pack = x->st.transfer = x->st.unpack = 0;
 }
 
 void heat_mg_xchg_free(heat_mg_xchg *x)

@@ -143,13 +143,6 @@ static int setup_classes(run_state *s, heat_error *err)
     return HEAT_OK;
 }
 
-/* Multigrid: the hierarchy (split over the ranks under MPI, kernels/mg.h),
- * whose build may refuse the deck. */
-static int setup_multigrid(run_state *s, heat_error *err)
-{
-    if (!heat_case_multigrid(s->c)) return HEAT_OK;
-    return agree(s, heat_backend_mg_setup(s->b, err), err);
-}
 
 /* A row of history.csv at s->step: the residual (NaN: none) and the field's
  * minimum, maximum and mean over every rank. */
@@ -205,6 +198,18 @@ static int collective_or_abort(run_state *s, int rc, heat_error *err)
 {
     if (rc && s->par) heat_par_abort(s->par, 1, err->msg);
     return rc;
+}
+
+/* Multigrid: the hierarchy (split over the ranks under MPI, kernels/mg.h),
+ * whose build may refuse the deck: alike on every rank, before any
+ * exchange, so agreed. Any other failure (memory, the GPU) may leave the
+ * other ranks inside the build's exchanges: it ends the run. */
+static int setup_multigrid(run_state *s, heat_error *err)
+{
+    if (!heat_case_multigrid(s->c)) return HEAT_OK;
+    const int rc = heat_backend_mg_setup(s->b, err);
+    if (rc == HEAT_EINPUT) return agree(s, rc, err);
+    return agree(s, collective_or_abort(s, rc, err), err);
 }
 
 /* The field files' writer and the output directory (rank 0's). */

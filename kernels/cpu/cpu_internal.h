@@ -63,6 +63,8 @@ int heat_cpu_mg_create_part(const heat_case *c, const heat_part *part, const hea
                             void *u, void *v, const uint8_t *cls, const uint8_t *cls_box,
                             const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
                             cpu_mg **out, heat_error *err);
+/* A split hierarchy's exchanges added to *st. */
+void heat_cpu_mg_halo_stats(const cpu_mg *g, heat_halo_stats *st);
 /* Cycles of the steady solve or implicit steps on the field in u (backend.h). */
 int heat_cpu_mg_advance(cpu_mg *g, int64_t steps, double *residual, heat_error *err);
 void heat_cpu_mg_info(const cpu_mg *g, heat_mg_info *info);

@@ -506,6 +506,7 @@ int heat_cpu_mg_create_part(const heat_case *c, const heat_part *part, const hea
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: out of memory for multigrid");
     heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
     int rc = heat_mg_build_part(c, &g->dist, cls_box, clo, cn, k, &g->m, &g->tail, err);
+    heat_mg_xchg_clear(&g->xchg);
     if (!rc) rc = fill_views(g, u, v, c->d.general ? cls : NULL, err);
     if (rc) {
         heat_cpu_mg_destroy(g);
@@ -513,4 +514,12 @@ int heat_cpu_mg_create_part(const heat_case *c, const heat_part *part, const hea
     }
     *out = g;
     return HEAT_OK;
+}
+
+void heat_cpu_mg_halo_stats(const cpu_mg *g, heat_halo_stats *st)
+{
+    const heat_halo_stats *x = &g->xchg.st;
+    st->exchanges += x->exchanges;
+    st->exposed += x->exposed, st->pack += x->pack, st->transfer += x->transfer;
+    st->unpack += x->unpack;
 }

@@ -448,6 +448,7 @@ static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
 {
     const part_state *s = b->impl;
     *st = s->st;
+    if (s->mg) heat_cpu_mg_halo_stats(s->mg, st);
 }
 
 static const heat_backend_ops part_ops = {.upload = part_upload,

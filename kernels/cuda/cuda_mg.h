@@ -27,6 +27,9 @@ int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t strea
 int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
                              cudaStream_t stream, cuda_mg **out, heat_error *err);
 
+/* A split run's exchanges added to *st. */
+void heat_cuda_mg_halo_stats(const cuda_mg *g, heat_halo_stats *st);
+
 /* A split run's level 0: its two buffers over its box (bn nodes per axis,
  * gl ghost layers below the part's first node), x fastest. */
 void heat_cuda_mg_level0(cuda_mg *g, void **x0, void **x1, int64_t bn[3], int gl[3]);

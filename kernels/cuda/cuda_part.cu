@@ -575,7 +575,9 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
 
 static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
 {
-    *st = ((const part_state *)b->impl)->st;
+    const part_state *s = (const part_state *)b->impl;
+    *st = s->st;
+    if (s->mg) heat_cuda_mg_halo_stats(s->mg, st);
 }
 
 /* history.csv's statistics of the owned box in backend_impl.h's order (its

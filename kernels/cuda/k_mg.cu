@@ -1012,6 +1012,7 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
     heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
     const int64_t zero[3] = {0, 0, 0};
     int rc = heat_mg_build_part(c, &g->dist, nullptr, zero, zero, nullptr, &g->m, &g->tail, err);
+    heat_mg_xchg_clear(&g->xchg);
     if (!rc) rc = check_memory(g, err);
     if (!rc)
         rc = g->is_float ? upload<float>(g, nullptr, nullptr, nullptr, err)
@@ -1033,6 +1034,14 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
     heat_mg_drop_arrays(g->tail);
     *out = g;
     return HEAT_OK;
+}
+
+void heat_cuda_mg_halo_stats(const cuda_mg *g, heat_halo_stats *st)
+{
+    const heat_halo_stats *x = &g->xchg.st;
+    st->exchanges += x->exchanges;
+    st->exposed += x->exposed, st->pack += x->pack, st->transfer += x->transfer;
+    st->unpack += x->unpack;
 }
 
 void heat_cuda_mg_level0(cuda_mg *g, void **x0, void **x1, int64_t bn[3], int gl[3])
