@@ -47,8 +47,7 @@ typedef struct heat_halo_comm {
     void (*reduce)(void *ctx, double *v, int n, int sum);
     /* Collective: each rank's bytes[r] bytes at `mine`, in rank order, into
      * `all` on every rank. */
-    int (*allgatherv)(void *ctx, const void *mine, void *all, const size_t *bytes,
-                      heat_error *err);
+    int (*allgatherv)(void *ctx, const void *mine, void *all, const size_t *bytes, heat_error *err);
     int node_rank, node_size; /* this rank among the ranks of its node */
     /* The MPI library says that it takes GPU memory (MPIX_Query_cuda_support). */
     int gpu_aware;

@@ -126,10 +126,10 @@ typedef struct heat_mg {
     double *kf; /* nmat x nmat: theta K(a, b) */
     double rhoc[HEAT_MATERIALS_MAX];
     uint8_t mat[HEAT_CLASSES_MAX];
-    const uint8_t *cls; /* borrowed from the backend; NULL: material 0 everywhere */
+    const uint8_t *cls;    /* borrowed from the backend; NULL: material 0 everywhere */
     int64_t clo[3], cn[3]; /* the grid box cls covers (wrapped as a level's box) */
-    double *dg0;        /* D of the finest level per node, or NULL when zero */
-    double *b0;         /* b of the steady problem per node, or NULL when zero */
+    double *dg0;           /* D of the finest level per node, or NULL when zero */
+    double *b0;            /* b of the steady problem per node, or NULL when zero */
     /* The coarsest level's unknowns (node indices) and the inverse of its
      * matrix, row-major. */
     int64_t nc;
@@ -183,8 +183,7 @@ typedef struct heat_mg_dist {
     void (*reduce)(void *ctx, double *v, int n, int sum);
     /* Collective: each rank's `bytes[r]` bytes at `mine`, in rank order,
      * into all on every rank. */
-    int (*allgatherv)(void *ctx, const void *mine, void *all, const size_t *bytes,
-                      heat_error *err);
+    int (*allgatherv)(void *ctx, const void *mine, void *all, const size_t *bytes, heat_error *err);
 } heat_mg_dist;
 
 /* Whether c's multigrid can be split over ranks: HEAT_EINPUT saying why not
@@ -213,8 +212,8 @@ void heat_mg_scatter(const heat_mg *m, int l, size_t vs, const void *full, void 
  * the axis's own): v, ih (bn values; 0 for the face beyond a high ghost
  * layer), wp, pp (2 bn: the prolongation from level l + 1, in its box's
  * indices), wr, pr (3 bn: the restriction from level l - 1, in its box's). */
-void heat_mg_box_axis(const heat_mg *m, int l, int a, double *v, double *ih, double *wp,
-                      double *wr, int64_t *pp, int64_t *pr);
+void heat_mg_box_axis(const heat_mg *m, int l, int a, double *v, double *ih, double *wp, double *wr,
+                      int64_t *pp, int64_t *pr);
 
 /* The exchange of a split level's ghost layers (mg_part.c), one level's
  * plan made on first use. A backend copies boxes between its array (plan

@@ -148,8 +148,10 @@ static int64_t wrap(int64_t i, int64_t n)
 static int64_t box_at(int64_t g, int64_t lo, int64_t n)
 {
     int64_t r = g - lo;
-    if (r < 0) r += n;
-    else if (r >= n) r -= n;
+    if (r < 0)
+        r += n;
+    else if (r >= n)
+        r -= n;
     return r;
 }
 
@@ -157,8 +159,10 @@ static int64_t box_at(int64_t g, int64_t lo, int64_t n)
 static int64_t box_node(const heat_mg_level *L, int d, int64_t i)
 {
     int64_t g = L->lo[d] + i;
-    if (g < 0) g += L->n[d];
-    else if (g >= L->n[d]) g -= L->n[d];
+    if (g < 0)
+        g += L->n[d];
+    else if (g >= L->n[d])
+        g -= L->n[d];
     return g;
 }
 
@@ -340,28 +344,29 @@ static int fine_terms(heat_mg *m, const heat_case *c, const heat_coeffs *k, int 
      * split). */
 #pragma omp parallel
     {
-    heat_xsum wt;
-    heat_xsum_zero(&wt);
+        heat_xsum wt;
+        heat_xsum_zero(&wt);
 #pragma omp for collapse(2) schedule(static) reduction(+ : s, sa)
-    for (int64_t bz = 0; bz < L->bn[2]; bz++)
-        for (int64_t by = 0; by < L->bn[1]; by++)
-            for (int64_t bx = 0; bx < L->bn[0]; bx++) {
-                const int64_t x = box_node(L, 0, bx), y = box_node(L, 1, by), z = box_node(L, 2, bz);
-                const int64_t ix[3] = {x, y, z}, p = node(L, ix);
-                if (held(L, ix)) continue;
-                const double vol = L->ax[0].v[x] * L->ax[1].v[y] * L->ax[2].v[z];
-                const int a = material(m, ix);
-                double dd = m->implicit ? m->rhoc[a] / m->dt * vol : 0.0;
-                double bb = m->cls && k ? k->power[cls_at(m, ix)] * vol : 0.0;
-                face_terms(m, c, ix, &dd, &bb);
-                if (m->dg0) m->dg0[p] = dd;
-                if (m->b0) m->b0[p] = bb;
-                if (!owned(L, bx, by, bz)) continue;
-                heat_xsum_add(&wt, m->rhoc[a] * vol);
-                s += bb, sa += fabs(bb);
-            }
+        for (int64_t bz = 0; bz < L->bn[2]; bz++)
+            for (int64_t by = 0; by < L->bn[1]; by++)
+                for (int64_t bx = 0; bx < L->bn[0]; bx++) {
+                    const int64_t x = box_node(L, 0, bx), y = box_node(L, 1, by),
+                                  z = box_node(L, 2, bz);
+                    const int64_t ix[3] = {x, y, z}, p = node(L, ix);
+                    if (held(L, ix)) continue;
+                    const double vol = L->ax[0].v[x] * L->ax[1].v[y] * L->ax[2].v[z];
+                    const int a = material(m, ix);
+                    double dd = m->implicit ? m->rhoc[a] / m->dt * vol : 0.0;
+                    double bb = m->cls && k ? k->power[cls_at(m, ix)] * vol : 0.0;
+                    face_terms(m, c, ix, &dd, &bb);
+                    if (m->dg0) m->dg0[p] = dd;
+                    if (m->b0) m->b0[p] = bb;
+                    if (!owned(L, bx, by, bz)) continue;
+                    heat_xsum_add(&wt, m->rhoc[a] * vol);
+                    s += bb, sa += fabs(bb);
+                }
 #pragma omp critical(heat_mg_weight)
-    heat_xsum_merge(&w, &wt);
+        heat_xsum_merge(&w, &wt);
     }
     *net = s, *mag = sa;
     m->weight = heat_xsum_value(&w);
@@ -919,7 +924,8 @@ int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8
     for (int l = 0; l < g && !rc; l++) {
         if (level_arrays(m, l)) return oom(m, err);
         heat_mg_level *C = &m->lv[l + 1];
-        for (int d = 0; d < 3 && !rc; d++) rc = dist->exchange(dist->ctx, m, l + 1, C->t[d], 8, err);
+        for (int d = 0; d < 3 && !rc; d++)
+            rc = dist->exchange(dist->ctx, m, l + 1, C->t[d], 8, err);
         if (!rc && C->dg) rc = dist->exchange(dist->ctx, m, l + 1, C->dg, 8, err);
     }
     for (int l = 0; l < g && !rc; l++) {
@@ -943,7 +949,8 @@ int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8
             heat_mg_free(t);
             return oom(m, err);
         }
-        for (int d = 0; d < 3 && !rc; d++) rc = heat_mg_gather(m, dist, g, 8, G->t[d], T->t[d], err);
+        for (int d = 0; d < 3 && !rc; d++)
+            rc = heat_mg_gather(m, dist, g, 8, G->t[d], T->t[d], err);
         if (!rc && G->dg) rc = heat_mg_gather(m, dist, g, 8, G->dg, T->dg, err);
     }
     for (int l = g; !rc && l + 1 < t->levels; l++)
@@ -999,15 +1006,15 @@ int heat_mg_gather(const heat_mg *m, const heat_mg_dist *dist, int l, size_t vs,
     char *mine = ok ? malloc(bytes[part->rank] + 1) : NULL, *all = ok ? malloc(total + 1) : NULL;
     if (!mine || !all) {
         free(bytes), free(j0), free(jn), free(mine), free(all);
-        return heat_error_set(err, HEAT_ERUNTIME, "multigrid: out of memory gathering level %d",
-                              l);
+        return heat_error_set(err, HEAT_ERUNTIME, "multigrid: out of memory gathering level %d", l);
     }
     const int64_t *n = L->n;
     size_t at = 0;
     for (int64_t bz = L->gl[2]; bz < L->bn[2] - L->gh[2]; bz++)
         for (int64_t by = L->gl[1]; by < L->bn[1] - L->gh[1]; by++) {
             const size_t row = (size_t)(L->bn[0] - L->gl[0] - L->gh[0]) * vs;
-            memcpy(mine + at, (const char *)a + (size_t)((bz * L->bn[1] + by) * L->bn[0] + L->gl[0]) * vs,
+            memcpy(mine + at,
+                   (const char *)a + (size_t)((bz * L->bn[1] + by) * L->bn[0] + L->gl[0]) * vs,
                    row);
             at += row;
         }
@@ -1033,7 +1040,8 @@ void heat_mg_scatter(const heat_mg *m, int l, size_t vs, const void *full, void 
     for (int64_t bz = 0; bz < L->bn[2]; bz++)
         for (int64_t by = 0; by < L->bn[1]; by++)
             for (int64_t bx = 0; bx < L->bn[0]; bx++) {
-                const int64_t x = box_node(L, 0, bx), y = box_node(L, 1, by), z = box_node(L, 2, bz);
+                const int64_t x = box_node(L, 0, bx), y = box_node(L, 1, by),
+                              z = box_node(L, 2, bz);
                 memcpy((char *)a + (size_t)((bz * L->bn[1] + by) * L->bn[0] + bx) * vs,
                        (const char *)full + (size_t)((z * n[1] + y) * n[0] + x) * vs, vs);
             }

@@ -21,13 +21,15 @@ static int64_t at_node(const heat_mg_level *L, int a, int64_t i)
 static int64_t at_box(const heat_mg_level *L, int a, int64_t v)
 {
     int64_t r = v - L->lo[a];
-    if (r < 0) r += L->n[a];
-    else if (r >= L->n[a]) r -= L->n[a];
+    if (r < 0)
+        r += L->n[a];
+    else if (r >= L->n[a])
+        r -= L->n[a];
     return r >= 0 && r < L->bn[a] ? r : 0;
 }
 
-void heat_mg_box_axis(const heat_mg *m, int l, int a, double *v, double *ih, double *wp,
-                      double *wr, int64_t *pp, int64_t *pr)
+void heat_mg_box_axis(const heat_mg *m, int l, int a, double *v, double *ih, double *wp, double *wr,
+                      int64_t *pp, int64_t *pr)
 {
     const heat_mg_level *L = &m->lv[l];
     const heat_mg_axis *ax = &L->ax[a];

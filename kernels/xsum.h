@@ -23,8 +23,8 @@
 
 typedef struct heat_xsum {
     int64_t d[HEAT_XSUM_LIMBS];
-    int64_t adds;    /* terms since the last normalise() */
-    int nonfinite;   /* a NaN or an infinity was added: the sum is NaN */
+    int64_t adds;  /* terms since the last normalise() */
+    int nonfinite; /* a NaN or an infinity was added: the sum is NaN */
 } heat_xsum;
 
 static inline void heat_xsum_zero(heat_xsum *s)

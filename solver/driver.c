@@ -143,7 +143,6 @@ static int setup_classes(run_state *s, heat_error *err)
     return HEAT_OK;
 }
 
-
 /* A row of history.csv at s->step: the residual (NaN: none) and the field's
  * minimum, maximum and mean over every rank. */
 static int history_row(run_state *s, double residual, double wall, heat_error *err)

@@ -26,6 +26,7 @@
 #include "materials.h"
 #include "mg.h"
 #include "test_util.h"
+#include "xsum.h"
 
 /* ---- cases and runs --------------------------------------------------------------- */
 
@@ -651,9 +652,52 @@ static void test_deck_keys(void **state)
     assert_true(c.solver.implicit_tolerance == 1e-10);
 }
 
+/* The exact sum (kernels/xsum.h) of a singular problem's kept mean: the
+ * same bits in any order and any partition (threads, ranks: the limbs
+ * summed as doubles), within an ulp of the true sum, NaN with a NaN term. */
+static void test_exact_sum(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    static double v[N];
+    long double ref = 0;
+    srand(7);
+    for (int i = 0; i < N; i++) v[i] = ldexp((double)rand() / RAND_MAX - 0.5, rand() % 120 - 60);
+    v[17] = 0x1p-1074, v[18] = -0x1p1000, v[19] = 0x1p1000; /* subnormal, cancelling */
+    for (int i = 0; i < N; i++)
+        if (i != 18 && i != 19) ref += v[i]; /* the two cancel exactly */
+    heat_xsum fwd, bwd, part[3], all;
+    heat_xsum_zero(&fwd), heat_xsum_zero(&bwd), heat_xsum_zero(&all);
+    for (int i = 0; i < N; i++) heat_xsum_add(&fwd, v[i]);
+    for (int i = N - 1; i >= 0; i--) heat_xsum_add(&bwd, v[i]);
+    double limbs[HEAT_XSUM_LIMBS + 1], total[HEAT_XSUM_LIMBS + 1] = {0};
+    for (int r = 0; r < 3; r++) {
+        heat_xsum_zero(&part[r]);
+        for (int i = r; i < N; i += 3) heat_xsum_add(&part[r], v[i]);
+        heat_xsum_limbs_out(&part[r], limbs);
+        for (int q = 0; q <= HEAT_XSUM_LIMBS; q++) total[q] += limbs[q];
+    }
+    heat_xsum_limbs_in(&all, total);
+    const double a = heat_xsum_value(&fwd);
+    assert_true(a == heat_xsum_value(&bwd));
+    assert_true(a == heat_xsum_value(&all));
+    heat_xsum_merge(&part[0], &part[1]);
+    heat_xsum_merge(&part[0], &part[2]);
+    assert_true(a == heat_xsum_value(&part[0]));
+    assert_true(fabsl((long double)a - ref) <= 2 * nextafter(fabs(a), INFINITY) - 2 * fabs(a));
+    /* a plain sum in two orders: not the same bits (what the accumulator fixes) */
+    double s1 = 0, s2 = 0;
+    for (int i = 0; i < N; i++) s1 += v[i];
+    for (int i = N - 1; i >= 0; i--) s2 += v[i];
+    if (s1 == s2) print_message("note: the plain sums happened to agree\n");
+    heat_xsum_add(&fwd, NAN);
+    assert_true(isnan(heat_xsum_value(&fwd)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_sum),
         cmocka_unit_test(test_deck_keys),
         cmocka_unit_test(test_linear_profile),
         cmocka_unit_test(test_reduction_per_cycle),

@@ -99,39 +99,39 @@ static int axis_tables(cpu_mg *g, const heat_mg *m, int l, int a, double *tmp[4]
  * boxes); lf = 0: also the finest level's terms over the field's buffers u
  * and v, with cls (the classes laid out as the field) for the kernels. A
  * macro, so that one text serves both precisions. */
-#define FILL_VIEW(V, TT, MH, LF, LL, UU, VV, CC)                                                     \
+#define FILL_VIEW(V, TT, MH, LF, LL, UU, VV, CC)                                                   \
     do {                                                                                           \
-        const int64_t np = MH->lv[0].points;                                                        \
-        V.levels = MH->levels;                                                                      \
-        V.nmat = MH->nmat;                                                                          \
-        V.kf = copy_values(g, MH->kf, (int64_t)MH->nmat * MH->nmat, &fail);                           \
-        for (int a = 0; a < MH->nmat; a++)                                                          \
-            V.rhoc[a] = (TT)MH->rhoc[a], V.mdt[a] = (TT)(MH->rhoc[a] / MH->dt);                       \
-        memcpy(V.mat, MH->mat, sizeof V.mat);                                                       \
-        V.cls = CC;                                                                               \
-        V.ct = (TT)((1.0 - MH->theta) / MH->theta);                                                  \
-        V.dt = MH->dt;                                                                              \
-        V.nc = MH->nc;                                                                              \
-        V.cidx = MH->cidx;                                                                          \
-        V.cinv = copy_values(g, MH->cinv, MH->nc * MH->nc, &fail);                                    \
+        const int64_t np = MH->lv[0].points;                                                       \
+        V.levels = MH->levels;                                                                     \
+        V.nmat = MH->nmat;                                                                         \
+        V.kf = copy_values(g, MH->kf, (int64_t)MH->nmat * MH->nmat, &fail);                        \
+        for (int a = 0; a < MH->nmat; a++)                                                         \
+            V.rhoc[a] = (TT)MH->rhoc[a], V.mdt[a] = (TT)(MH->rhoc[a] / MH->dt);                    \
+        memcpy(V.mat, MH->mat, sizeof V.mat);                                                      \
+        V.cls = CC;                                                                                \
+        V.ct = (TT)((1.0 - MH->theta) / MH->theta);                                                \
+        V.dt = MH->dt;                                                                             \
+        V.nc = MH->nc;                                                                             \
+        V.cidx = MH->cidx;                                                                         \
+        V.cinv = copy_values(g, MH->cinv, MH->nc * MH->nc, &fail);                                 \
         if (LF == 0) {                                                                             \
-            V.dg0 = copy_values(g, MH->dg0, np, &fail);                                             \
-            V.b0 = copy_values(g, MH->b0, np, &fail);                                               \
-            V.keep = MH->implicit ? zeros(g, np, &fail) : NULL;                                     \
+            V.dg0 = copy_values(g, MH->dg0, np, &fail);                                            \
+            V.b0 = copy_values(g, MH->b0, np, &fail);                                              \
+            V.keep = MH->implicit ? zeros(g, np, &fail) : NULL;                                    \
         }                                                                                          \
         for (int l = LF; l <= LL && !fail; l++) {                                                  \
-            const heat_mg_level *L = &MH->lv[l];                                                    \
+            const heat_mg_level *L = &MH->lv[l];                                                   \
             for (int a = 0; a < 3 && !fail; a++) {                                                 \
                 const heat_mg_axis *ax = &L->ax[a];                                                \
                 double *tmp[4] = {NULL, NULL, NULL, NULL};                                         \
-                if (axis_tables(g, MH, l, a, tmp, &V.lv[l].pp[a], &V.lv[l].pr[a])) fail = 1;        \
+                if (axis_tables(g, MH, l, a, tmp, &V.lv[l].pp[a], &V.lv[l].pr[a])) fail = 1;       \
                 const int64_t bn = L->bn[a];                                                       \
                 V.lv[l].n[a] = bn;                                                                 \
                 V.lv[l].v[a] = copy_values(g, tmp[0], bn, &fail);                                  \
                 V.lv[l].ih[a] = copy_values(g, tmp[1], bn, &fail);                                 \
                 V.lv[l].wp[a] = copy_values(g, tmp[2], 2 * bn, &fail);                             \
                 V.lv[l].wr[a] = copy_values(g, tmp[3], 3 * bn, &fail);                             \
-                for (int q = 0; q < 4; q++) free(tmp[q]);                                             \
+                for (int q = 0; q < 4; q++) free(tmp[q]);                                          \
                 V.lv[l].held[a][0] = L->gl[a] || ax->held[0];                                      \
                 V.lv[l].held[a][1] = L->gh[a] || ax->held[1];                                      \
                 V.lv[l].ghost[a][0] = L->gl[a], V.lv[l].ghost[a][1] = L->gh[a];                    \
@@ -147,8 +147,8 @@ static int axis_tables(cpu_mg *g, const heat_mg *m, int l, int a, double *tmp[4]
             }                                                                                      \
         }                                                                                          \
         if (LF == 0) {                                                                             \
-            V.lv[0].x[0] = UU, V.lv[0].x[1] = VV;                                                    \
-            V.lv[0].b = MH->implicit ? zeros(g, np, &fail) : V.b0;                                  \
+            V.lv[0].x[0] = UU, V.lv[0].x[1] = VV;                                                  \
+            V.lv[0].b = MH->implicit ? zeros(g, np, &fail) : V.b0;                                 \
         }                                                                                          \
     } while (0)
 
@@ -166,7 +166,8 @@ static int fill_views(cpu_mg *g, void *u, void *v, const uint8_t *cls, heat_erro
         FILL_VIEW(g->d, double, m, 0, last, u, v, cls);
         if (tl) FILL_VIEW(g->td, double, tl, m->gather, tl->levels - 1, NULL, NULL, NULL);
     }
-    const double gb = (heat_mg_bytes(m, (int)g->vs) + (tl ? heat_mg_bytes(tl, (int)g->vs) : 0)) / 1e9;
+    const double gb =
+        (heat_mg_bytes(m, (int)g->vs) + (tl ? heat_mg_bytes(tl, (int)g->vs) : 0)) / 1e9;
     heat_mg_drop_arrays(g->m);
     heat_mg_drop_arrays(g->tail);
     if (fail)

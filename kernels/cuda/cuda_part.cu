@@ -335,8 +335,9 @@ static cudaError_t mg_copy(part_state *s, void *level, void *mgbuf, bool to_mg)
         make_cudaPitchedPtr(level, (size_t)p.sy * s->vs, (size_t)p.ext[0], (size_t)p.ext[1]);
     const cudaPitchedPtr q =
         make_cudaPitchedPtr(mgbuf, (size_t)bn[0] * s->vs, (size_t)bn[0], (size_t)bn[1]);
-    const cudaPos at = make_cudaPos((size_t)(p.owned.lo[0] - gl[0]) * s->vs,
-                                    (size_t)(p.owned.lo[1] - gl[1]), (size_t)(p.owned.lo[2] - gl[2]));
+    const cudaPos at =
+        make_cudaPos((size_t)(p.owned.lo[0] - gl[0]) * s->vs, (size_t)(p.owned.lo[1] - gl[1]),
+                     (size_t)(p.owned.lo[2] - gl[2]));
     if (to_mg)
         m.srcPtr = a, m.srcPos = at, m.dstPtr = q;
     else
@@ -599,10 +600,10 @@ static int part_field_stats(heat_backend *b, double *min, double *max, double *s
 
 /* (Positional: C++17 has no designated initializers.) */
 static const heat_backend_ops part_ops = {
-    part_upload,     part_advance,    part_download,        part_destroy,
-    part_host_alloc, part_host_free,  part_bench_time,      NULL /* poison_next */,
-    part_halo_stats, part_bench_halo, NULL /* class_box */, NULL /* set_classes */,
-    part_field_stats, NULL /* sample */, part_mg_setup, part_mg_info};
+    part_upload,      part_advance,      part_download,        part_destroy,
+    part_host_alloc,  part_host_free,    part_bench_time,      NULL /* poison_next */,
+    part_halo_stats,  part_bench_halo,   NULL /* class_box */, NULL /* set_classes */,
+    part_field_stats, NULL /* sample */, part_mg_setup,        part_mg_info};
 
 /* ----------------------------------------------------------- creation */
 

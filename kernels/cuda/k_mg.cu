@@ -789,7 +789,8 @@ static void sop_smooth(void *ctx, int l, int s, int zero)
 {
     cuda_mg *g = (cuda_mg *)ctx;
     if (l < g->m->gather && !(zero && s == 0))
-        xg(g, l, g->is_float ? (void *)xbuf<float>(g, l, s % 2) : (void *)xbuf<double>(g, l, s % 2));
+        xg(g, l,
+           g->is_float ? (void *)xbuf<float>(g, l, s % 2) : (void *)xbuf<double>(g, l, s % 2));
     op_smooth(ctx, l, s, zero);
 }
 
@@ -802,16 +803,17 @@ template <typename T> static void gather_b(cuda_mg *g)
     const size_t box = (size_t)lv->points * sizeof(T),
                  full = (size_t)(lv->n[0] * lv->n[1] * lv->n[2]) * sizeof(T);
     g->hbox.resize(box), g->hfull.resize(full);
-    split_fail(g, cudaMemcpyAsync(g->hbox.data(), gbox_of<T>(g).b, box, cudaMemcpyDeviceToHost,
-                                  g->stream),
-               "gathering a level");
+    split_fail(
+        g, cudaMemcpyAsync(g->hbox.data(), gbox_of<T>(g).b, box, cudaMemcpyDeviceToHost, g->stream),
+        "gathering a level");
     split_fail(g, cudaStreamSynchronize(g->stream), "gathering a level");
     if (!g->split_rc)
-        g->split_rc = heat_mg_gather(g->m, &g->dist, G, sizeof(T), g->hbox.data(),
-                                     g->hfull.data(), &g->split_err);
+        g->split_rc = heat_mg_gather(g->m, &g->dist, G, sizeof(T), g->hbox.data(), g->hfull.data(),
+                                     &g->split_err);
     if (!g->split_rc)
-        split_fail(g, cudaMemcpyAsync(levels_of<T>(g)[G].b, g->hfull.data(), full,
-                                      cudaMemcpyHostToDevice, g->stream),
+        split_fail(g,
+                   cudaMemcpyAsync(levels_of<T>(g)[G].b, g->hfull.data(), full,
+                                   cudaMemcpyHostToDevice, g->stream),
                    "gathering a level");
 }
 
@@ -822,15 +824,17 @@ template <typename T> static void scatter_x(cuda_mg *g)
     const size_t box = (size_t)lv->points * sizeof(T),
                  full = (size_t)(lv->n[0] * lv->n[1] * lv->n[2]) * sizeof(T);
     g->hbox.resize(box), g->hfull.resize(full);
-    split_fail(g, cudaMemcpyAsync(g->hfull.data(), levels_of<T>(g)[G].x0, full,
-                                  cudaMemcpyDeviceToHost, g->stream),
+    split_fail(g,
+               cudaMemcpyAsync(g->hfull.data(), levels_of<T>(g)[G].x0, full, cudaMemcpyDeviceToHost,
+                               g->stream),
                "scattering a level");
     split_fail(g, cudaStreamSynchronize(g->stream), "scattering a level");
     if (g->split_rc) return;
     heat_mg_scatter(g->m, G, sizeof(T), g->hfull.data(), g->hbox.data());
-    split_fail(g, cudaMemcpyAsync(gbox_of<T>(g).x0, g->hbox.data(), box, cudaMemcpyHostToDevice,
-                                  g->stream),
-               "scattering a level");
+    split_fail(
+        g,
+        cudaMemcpyAsync(gbox_of<T>(g).x0, g->hbox.data(), box, cudaMemcpyHostToDevice, g->stream),
+        "scattering a level");
 }
 
 template <typename T> static void s_restrict(cuda_mg *g, int l)
@@ -920,8 +924,8 @@ template <typename T> static int exact_wsum(cuda_mg *g, heat_xsum *ws, heat_erro
                            (b[a] == L->bn[a] - 1 && (L->gh[a] || L->ax[a].held[1]));
                 if (held) continue;
                 const T vol = ((T)v[0][(size_t)i] * (T)v[1][(size_t)j]) * (T)v[2][(size_t)k];
-                heat_xsum_add(ws, (double)(rc * vol) *
-                                      (double)x[(k * L->bn[1] + j) * L->bn[0] + i]);
+                heat_xsum_add(ws,
+                              (double)(rc * vol) * (double)x[(k * L->bn[1] + j) * L->bn[0] + i]);
             }
     return HEAT_OK;
 }
@@ -967,15 +971,8 @@ static int sop_dudt(void *ctx, double *m, heat_error *err)
 
 static int sop_cycle(void *ctx, heat_error *err);
 
-static const heat_mg_ops split_ops = {sop_smooth,
-                                      sop_restrict,
-                                      op_coarse,
-                                      sop_prolong,
-                                      sop_norms,
-                                      op_shift,
-                                      sop_rhs,
-                                      sop_dudt,
-                                      sop_cycle};
+static const heat_mg_ops split_ops = {sop_smooth, sop_restrict, op_coarse, sop_prolong, sop_norms,
+                                      op_shift,   sop_rhs,      sop_dudt,  sop_cycle};
 
 /* One V-cycle kernel by kernel with its exchanges (no graph: the halos
  * go through MPI between kernels). */
