@@ -691,12 +691,12 @@ static int check_memory(const cuda_mg *g, heat_error *err)
     return HEAT_OK;
 }
 
-int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t stream,
-                        const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err)
+/* A new state for c on `stream`: the device's multiprocessors and
+ * HEAT_CUDA_MG_POINT read; NULL when out of memory. */
+static cuda_mg *new_cuda_mg(const heat_case *c, cudaStream_t stream)
 {
-    *out = nullptr;
     cuda_mg *g = new (std::nothrow) cuda_mg();
-    if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
+    if (!g) return nullptr;
     g->c = *c;
     g->stream = stream;
     g->is_float = c->solver.precision == HEAT_FLOAT;
@@ -704,22 +704,32 @@ int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t strea
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         g->sms = 1;
-    {
-        const char *pt = getenv("HEAT_CUDA_MG_POINT");
-        g->point_l0 = pt && *pt && strcmp(pt, "0") != 0;
-    }
+    const char *pt = getenv("HEAT_CUDA_MG_POINT");
+    g->point_l0 = pt && *pt && strcmp(pt, "0") != 0;
+    return g;
+}
+
+/* The norms' device and host slots. */
+static int alloc_norms(cuda_mg *g, heat_error *err)
+{
+    MG_CUDA_CHECK(cudaMalloc(&g->d_norms, sizeof *g->d_norms));
+    MG_CUDA_CHECK(cudaMallocHost(&g->h_norms, sizeof *g->h_norms));
+    MG_CUDA_CHECK(cudaMalloc(&g->d_max, sizeof *g->d_max));
+    MG_CUDA_CHECK(cudaMallocHost(&g->h_max, sizeof *g->h_max));
+    return HEAT_OK;
+}
+
+int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t stream,
+                        const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err)
+{
+    *out = nullptr;
+    cuda_mg *g = new_cuda_mg(c, stream);
+    if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
     int rc = heat_mg_build(c, cls, k, &g->m, err);
     if (!rc) rc = check_memory(g, err);
     if (!rc)
         rc = g->is_float ? upload<float>(g, u, v, cls, err) : upload<double>(g, u, v, cls, err);
-    if (!rc) {
-        cudaError_t e = cudaMalloc(&g->d_norms, sizeof *g->d_norms);
-        if (e == cudaSuccess) e = cudaMallocHost(&g->h_norms, sizeof *g->h_norms);
-        if (e == cudaSuccess) e = cudaMalloc(&g->d_max, sizeof *g->d_max);
-        if (e == cudaSuccess) e = cudaMallocHost(&g->h_max, sizeof *g->h_max);
-        if (e != cudaSuccess)
-            rc = heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
-    }
+    if (!rc) rc = alloc_norms(g, err);
     if (!rc) {
         heat_mg_drop_arrays(g->m);
         /* the memsets of the setup ran on the default stream */
@@ -993,19 +1003,8 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
                              cudaStream_t stream, cuda_mg **out, heat_error *err)
 {
     *out = nullptr;
-    cuda_mg *g = new (std::nothrow) cuda_mg();
+    cuda_mg *g = new_cuda_mg(c, stream);
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
-    g->c = *c;
-    g->stream = stream;
-    g->is_float = c->solver.precision == HEAT_FLOAT;
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        g->sms = 1;
-    {
-        const char *pt = getenv("HEAT_CUDA_MG_POINT");
-        g->point_l0 = pt && *pt && strcmp(pt, "0") != 0;
-    }
     heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
     const int64_t zero[3] = {0, 0, 0};
     int rc = heat_mg_build_part(c, &g->dist, nullptr, zero, zero, nullptr, &g->m, &g->tail, err);
@@ -1014,15 +1013,10 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
     if (!rc)
         rc = g->is_float ? upload<float>(g, nullptr, nullptr, nullptr, err)
                          : upload<double>(g, nullptr, nullptr, nullptr, err);
-    if (!rc) {
-        cudaError_t e = cudaMalloc(&g->d_norms, sizeof *g->d_norms);
-        if (e == cudaSuccess) e = cudaMallocHost(&g->h_norms, sizeof *g->h_norms);
-        if (e == cudaSuccess) e = cudaMalloc(&g->d_max, sizeof *g->d_max);
-        if (e == cudaSuccess) e = cudaMallocHost(&g->h_max, sizeof *g->h_max);
-        if (e == cudaSuccess) e = cudaDeviceSynchronize();
-        if (e != cudaSuccess)
-            rc = heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
-    }
+    if (!rc) rc = alloc_norms(g, err);
+    if (!rc && cudaDeviceSynchronize() != cudaSuccess)
+        rc = heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: setup: %s",
+                            cudaGetErrorString(cudaGetLastError()));
     if (rc) {
         heat_cuda_mg_destroy(g);
         return rc;
