@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "deck.h"
 #include "initial.h"
+#include "parallel.h"
 
 static const char measure_deck[] =
     "name = \"measure\";\n"
@@ -281,6 +282,12 @@ int heat_bench_multigrid(int argc, char **argv)
     mg_opts o = {.runs = 20, .want_d = 1};
     const int p = parse(&o, argc, argv);
     if (p <= 0) return p < 0 ? 2 : 0;
+    if (heat_par_size(heat_par_world()) > 1) {
+        fprintf(stderr, "heat bench --multigrid: one process only (it times one V-cycle's parts "
+                        "on the whole grid); time a solve split over ranks with heat run under "
+                        "mpirun, whose summary counts the halo exchanges\n");
+        return 2;
+    }
     char why[256];
     if (!o.backend) o.backend = heat_backend_gpu_usable(why, sizeof why) ? "cuda" : "cpu";
     if (o.nsizes == 0) {

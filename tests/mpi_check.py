@@ -485,9 +485,16 @@ def test_badsplit(env):
     if text.count(want) != 1 or text.count("= 2 ranks") != 1:
         raise Failure("mpiexec -n 2 heat check (multigrid): expected the split and '%s' once:\n%s"
                       % (want, text))
+    # heat bench --multigrid times the whole grid in one process: refused under the launcher.
+    want = "heat bench --multigrid: one process only"
+    text = check([env.mpiexec, env.np_flag, "2", env.heat, "bench", "--multigrid", "--backend",
+                  "cpu", "--size", "17x17x17", "--runs", "3"], 2)
+    if text.count(want) != 1:
+        raise Failure("mpiexec -n 2 heat bench --multigrid: expected '%s' once:\n%s"
+                      % (want, text))
     log("heat check: the split of 4 ranks with each rank's box, memory and halos; of 3 under "
         "the launcher, printed once; 5000 ranks refused with exit 2; multigrid under the "
-        "launcher: the split and its levels, said once")
+        "launcher: the split and its levels, said once; bench --multigrid refused under it")
 
 
 def test_paraview(env):
