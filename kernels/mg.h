@@ -228,6 +228,13 @@ typedef struct heat_mg_xchg {
     void *sendbuf, *recvbuf;
     size_t bytes;
     heat_halo_stats st; /* the exchanges since heat_mg_xchg_clear */
+    /* Optional, the backend's (NULL: malloc and free, nothing to wait
+     * for): its host memory for the buffers, and a wait for the copies to
+     * the host that `copy` may have queued, once a phase is packed. */
+    void *(*alloc)(void *actx, size_t bytes);
+    void (*release)(void *actx, void *p);
+    void *actx;
+    int (*flush)(void *cctx, heat_error *err);
 } heat_mg_xchg;
 
 /* Readies x for c's part over comm, and d (the build's callbacks, host

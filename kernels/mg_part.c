@@ -70,6 +70,21 @@ static const heat_halo_plan *level_plan(heat_mg_xchg *x, const heat_mg *m, int l
     return x->plan[l] = p;
 }
 
+/* The host buffers: the backend's memory (page-locked for a GPU) or malloc. */
+static void *buf_alloc(heat_mg_xchg *x, size_t bytes)
+{
+    return x->alloc ? x->alloc(x->actx, bytes) : malloc(bytes);
+}
+
+static void buf_free(heat_mg_xchg *x, void *p)
+{
+    if (!p) return;
+    if (x->release)
+        x->release(x->actx, p);
+    else
+        free(p);
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -85,8 +100,8 @@ int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t v
     if (!heat_halo_any(p)) return HEAT_OK;
     const size_t need = (p->buf_values + 1) * vs;
     if (need > x->bytes) {
-        free(x->sendbuf), free(x->recvbuf);
-        x->sendbuf = malloc(need), x->recvbuf = malloc(need);
+        buf_free(x, x->sendbuf), buf_free(x, x->recvbuf);
+        x->sendbuf = buf_alloc(x, need), x->recvbuf = buf_alloc(x, need);
         x->bytes = x->sendbuf && x->recvbuf ? need : 0;
         if (!x->bytes)
             return heat_error_set(err, HEAT_ERUNTIME, "multigrid: out of memory for halos");
@@ -103,6 +118,8 @@ int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t v
             send[i] = (heat_halo_msg){q->peer, q->send_tag, sb, q->count};
             recv[i] = (heat_halo_msg){q->peer, q->recv_tag, rb, q->count};
         }
+        /* the copies to the host done (a GPU queues them) */
+        if (!rc && x->flush) rc = x->flush(cctx, err);
         const double a1 = now();
         if (!rc) rc = x->comm.start(x->comm.ctx, recv, p->nmsg[ph], send, p->nmsg[ph], vs, err);
         if (!rc) rc = x->comm.wait(x->comm.ctx, err);
@@ -181,7 +198,7 @@ void heat_mg_xchg_clear(heat_mg_xchg *x)
 void heat_mg_xchg_free(heat_mg_xchg *x)
 {
     for (int l = 0; l < HEAT_MG_LEVELS_MAX; l++) free(x->plan[l]), x->plan[l] = NULL;
-    free(x->sendbuf), free(x->recvbuf);
+    buf_free(x, x->sendbuf), buf_free(x, x->recvbuf);
     x->sendbuf = x->recvbuf = NULL;
     x->bytes = 0;
 }

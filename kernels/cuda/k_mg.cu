@@ -769,8 +769,29 @@ static int dev_copy_box(void *ctx, const heat_halo_plan *p, const hbox *b, size_
     }
     q.extent = make_cudaExtent(w * vs, h, d);
     MG_CUDA_CHECK(cudaMemcpy3DAsync(&q, g->stream));
-    if (to_buf) MG_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return HEAT_OK; /* a copy to the host is waited for by dev_flush */
+}
+
+/* heat_mg_xchg's wait: the phase's copies to the host (and the last
+ * exchange's copies from it) done. */
+static int dev_flush(void *ctx, heat_error *err)
+{
+    MG_CUDA_CHECK(cudaStreamSynchronize(((cuda_mg *)ctx)->stream));
     return HEAT_OK;
+}
+
+/* heat_mg_xchg's buffers: page-locked, so that the copies run as DMA. */
+static void *pinned_alloc(void *actx, size_t bytes)
+{
+    (void)actx;
+    void *p = nullptr;
+    return cudaMallocHost(&p, bytes) == cudaSuccess ? p : nullptr;
+}
+
+static void pinned_free(void *actx, void *p)
+{
+    (void)actx;
+    cudaFreeHost(p);
 }
 
 /* An exchange inside a cycle, whose kernels return nothing: the first
@@ -1009,6 +1030,10 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
     const int64_t zero[3] = {0, 0, 0};
     int rc = heat_mg_build_part(c, &g->dist, nullptr, zero, zero, nullptr, &g->m, &g->tail, err);
     heat_mg_xchg_clear(&g->xchg);
+    /* the cycle's exchanges: GPU memory through page-locked buffers (the
+     * build's, of host arrays, ran through plain ones, freed here) */
+    heat_mg_xchg_free(&g->xchg);
+    g->xchg.alloc = pinned_alloc, g->xchg.release = pinned_free, g->xchg.flush = dev_flush;
     if (!rc) rc = check_memory(g, err);
     if (!rc)
         rc = g->is_float ? upload<float>(g, nullptr, nullptr, nullptr, err)
