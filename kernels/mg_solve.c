@@ -144,6 +144,11 @@ void heat_mg_fill_info(const heat_mg *m, const heat_mg_state *st, heat_mg_info *
              HEAT_MG_SWEEPS, HEAT_MG_SWEEPS, m->levels, m->levels == 1 ? "" : "s",
              (long long)f->n[0], (long long)f->n[1], (long long)f->n[2], (long long)c->n[0],
              (long long)c->n[1], (long long)c->n[2], (long long)m->nc);
+    if (m->gather > 0) {
+        const size_t used = strlen(info->text);
+        snprintf(info->text + used, sizeof info->text - used,
+                 "; %d split over the ranks, the rest whole on each", m->gather);
+    }
 }
 
 /* ---- timing ------------------------------------------------------------------------ */
