@@ -134,7 +134,6 @@ static int axis_tables(cpu_mg *g, const heat_mg *m, int l, int a, double *tmp[4]
                 for (int q = 0; q < 4; q++) free(tmp[q]);                                          \
                 V.lv[l].held[a][0] = L->gl[a] || ax->held[0];                                      \
                 V.lv[l].held[a][1] = L->gh[a] || ax->held[1];                                      \
-                V.lv[l].ghost[a][0] = L->gl[a], V.lv[l].ghost[a][1] = L->gh[a];                    \
                 V.lv[l].t[a] = l > 0 ? copy_values(g, L->t[a], L->points, &fail) : NULL;           \
             }                                                                                      \
             V.lv[l].dg = l > 0 ? copy_values(g, L->dg, L->points, &fail) : NULL;                   \
@@ -442,6 +441,9 @@ static void sop_prolong(void *ctx, int l)
 
 static int sop_cycle(void *ctx, heat_error *err);
 
+/* The passes over level 0 below read its ghosts, made current first: its
+ * maxima then include copies of the neighbours' own values, so the largest
+ * over the ranks is the one-process value. */
 static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
 {
     cpu_mg *g = ctx;
@@ -473,6 +475,8 @@ static int sop_rhs(void *ctx, int keep_x, double *bmax, heat_error *err)
 static int sop_dudt(void *ctx, double *m, heat_error *err)
 {
     cpu_mg *g = ctx;
+    int rc = mg_exchange(g, 0, XBUF(0, 0), err);
+    if (rc) return rc;
     op_dudt(ctx, m, err);
     mg_reduce(g, m, 1);
     return HEAT_OK;

@@ -934,8 +934,8 @@ template <typename T> static int exact_wsum(cuda_mg *g, heat_xsum *ws, heat_erro
                                   cudaMemcpyDeviceToHost, g->stream));
     MG_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     const T *x = (const T *)g->hbox.data();
-    std::vector<double> v[3];
-    for (int a = 0; a < 3; a++) {
+    std::vector<double> *v = g->hv0;
+    for (int a = 0; a < 3 && v[a].empty(); a++) { /* the box's dual widths, once */
         const int64_t bn = L->bn[a];
         std::vector<double> ih((size_t)bn), wp(2 * (size_t)bn), wr(3 * (size_t)bn);
         std::vector<int64_t> pp(2 * (size_t)bn), pr(3 * (size_t)bn);

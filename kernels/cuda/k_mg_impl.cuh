@@ -220,7 +220,7 @@ struct cuda_mg {
     heat_mg_xchg xchg;
     heat_mg_dist dist;
     std::vector<char> hbox, hfull; /* level m->gather: a box and the whole level, on the host */
-    std::vector<char> hstage;      /* a halo box on its way to or from the host */
+    std::vector<double> hv0[3];    /* level 0's box's dual widths (a singular problem's sum) */
     int split_rc;                  /* the first failure of an exchange inside a cycle */
     heat_error split_err;
 };
