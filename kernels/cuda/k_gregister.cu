@@ -128,8 +128,8 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     const int col = VX + tx * VX;
 
     /* A group's values and classes (packed). */
-    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) {
-        const long long off = (long long)hk_map(w, a.nw, a.bw) * a.sw + rowoff;
+    auto load_group_at = [&](long long woff, hg_vec<T, VX> &g, unsigned &gc) {
+        const long long off = woff + rowoff;
         if (full) {
             g = vload<T, VX>(a.u + off + ig);
             gc = hg_load_bytes<VX>(a.cls + off + ig);
@@ -146,6 +146,10 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     auto mats = [&](unsigned gc, int(&m)[VX]) {
 #pragma unroll
         for (int e = 0; e < VX; e++) m[e] = mat_of(hgr_cls<T>(gc, e));
+    };
+
+    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) {
+        load_group_at((long long)hk_map(w, a.nw, a.bw) * a.sw, g, gc);
     };
 
     /* Halo roles as in k_register.cu: a group of the row below or above the
@@ -172,8 +176,8 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
             hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
         }
     }
-    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) {
-        const long long off = (long long)hk_map(w, a.nw, a.bw) * a.sw + hoff;
+    auto load_halo_at = [&](long long woff, hg_vec<T, VX> &h, unsigned &hc) {
+        const long long off = woff + hoff;
         if (hrole == 1) {
             if (hfull) {
                 h = vload<T, VX>(a.u + off + hx);
@@ -192,6 +196,9 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
             hc = a.cls[off + hx];
         }
     };
+    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) {
+        load_halo_at((long long)hk_map(w, a.nw, a.bw) * a.sw, h, hc);
+    };
     /* A plane's values and material offsets into shared half b. */
     auto store_plane = [&](int b, const hg_vec<T, VX> &g, const int(&gm)[VX],
                            const hg_vec<T, VX> &h, unsigned hc) {
@@ -209,65 +216,93 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     };
 
     /* Per-thread constants: whether the row is updated, its faces, and which
-     * of the group's nodes are written. */
+     * of the group's nodes are written. They are packed into one word made
+     * opaque to the compiler (an empty asm), which would otherwise work them
+     * out again from the arguments on every plane. */
     const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
-    const bool pglo = D3 && j == 0 && a.bp[0] == HK_NEUMANN;
-    const bool pghi = D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN;
-    unsigned xglo = 0, xghi = 0, act = 0;
+    unsigned fl = 0; /* bits 0..VX-1: x lo face; 4..: x hi; 8: p lo; 9: p hi;
+                        12..: node written; 16: all written; 17: row active */
 #pragma unroll
     for (int e = 0; e < VX; e++) {
         const int i = ig + e;
-        xglo |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
-        xghi |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << e;
-        act |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << e;
+        fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
+        fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
+        fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
     }
-    const bool all = full && act == (1u << VX) - 1;
+    fl |= (unsigned)(D3 && j == 0 && a.bp[0] == HK_NEUMANN) << 8;
+    fl |= (unsigned)(D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
+    fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
+    fl |= (unsigned)row_active << 17;
+    asm volatile("" : "+r"(fl));
 
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
-    /* Centres: prev, cur, nxt in use, nn in flight; their classes (c*,
-     * packed) and material offsets (m*, one per node). */
-    hg_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
-    unsigned cprev, ccur, cnxt, cnn = 0, hccur, hcnext = 0, hcnn = 0;
-    int mprev[VX], mcur[VX], mnxt[VX];
-    load_group(w0 - 1, prev, cprev);
-    load_group(w0, cur, ccur);
-    load_group(w0 + 1, nxt, cnxt);
-    load_halo(w0, hcur, hccur);
-    if (w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
-    mats(cprev, mprev);
-    mats(ccur, mcur);
-    store_plane(0, cur, mcur, hcur, hccur);
+    /* Centres: cur and nxt in use, nn in flight, with their classes (packed).
+     * The plane before the centre is read back from the other half of the
+     * shared double buffer (values and materials of the thread's own group),
+     * which holds it until this plane's end overwrites it with the next. */
+    hg_vec<T, VX> cur, nxt, nn, hcur, hnext, hnn;
+    unsigned ccur, cnxt, cnn = 0, hccur, hcnext = 0, hcnn = 0;
+    int mcur[VX];
+    {
+        hg_vec<T, VX> prev;
+        unsigned cprev;
+        int mprev[VX];
+        load_group(w0 - 1, prev, cprev);
+        load_group(w0, cur, ccur);
+        load_group(w0 + 1, nxt, cnxt);
+        load_halo(w0, hcur, hccur);
+        if (w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
+        mats(cprev, mprev);
+        mats(ccur, mcur);
+        vstore<T, VX>(&sm[1][tp + PH][col], prev);
+        hgr_store_ints<VX>(&smm[1][tp + PH][col], mprev);
+        store_plane(0, cur, mcur, hcur, hccur);
+    }
     __syncthreads();
 
+    /* The plane after next: its offset advances by one plane per iteration;
+     * only the plane past the last (w + 2 == nw) maps through the face. */
+    long long noff = (long long)(w0 + 2) * a.sw;
     T *outp = a.out + (long long)w0 * a.sw + (long long)j * a.sp + ig;
-    for (int w = w0; w < w1; w++, outp += a.sw) {
+    for (int w = w0; w < w1; w++, outp += a.sw, noff += a.sw) {
         const int b = (w - w0) & 1;
-        if (w + 1 < w1) load_group(w + 2, nn, cnn);
-        if (w + 2 < w1) load_halo(w + 2, hnn, hcnn);
+        if (w + 1 < w1) {
+            const long long off =
+                w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
+            load_group_at(off, nn, cnn);
+            if (w + 2 < w1) load_halo_at(off, hnn, hcnn);
+        }
+        int mnxt[VX];
         mats(cnxt, mnxt);
 
-        /* x neighbours at the group's ends, values and materials: the
-         * neighbouring lane, or the shared row at a warp's edge. */
+        /* x neighbours at the group's ends: the neighbouring lane, or the
+         * shared row at a warp's edge. */
         T left = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1);
         T right = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
-        int mleft = __shfl_up_sync(0xffffffffu, mcur[VX - 1], 1);
-        int mright = __shfl_down_sync(0xffffffffu, mcur[0], 1);
-        if (lane == 0) left = sm[b][tp + PH][col - 1], mleft = smm[b][tp + PH][col - 1];
-        if (lane == 31) right = sm[b][tp + PH][col + VX], mright = smm[b][tp + PH][col + VX];
+        if (lane == 0) left = sm[b][tp + PH][col - 1];
+        if (lane == 31) right = sm[b][tp + PH][col + VX];
 
-        if (row_active && !hk_held(w, a.nw, a.bw)) {
+        /* Only the first and the last plane can be held or on a face. */
+        const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
+        if ((fl >> 17 & 1) && !(wedge && hk_held(w, a.nw, a.bw))) {
             hg_vec<T, VX> pm, pp, v;
-            int mpm[VX], mpp[VX];
+            const hg_vec<T, VX> prev = vload<T, VX>(&sm[b ^ 1][tp + PH][col]);
+            int mpm[VX], mpp[VX], mprev[VX];
+            hgr_load_ints<VX>(&smm[b ^ 1][tp + PH][col], mprev);
+            int mleft = __shfl_up_sync(0xffffffffu, mcur[VX - 1], 1);
+            int mright = __shfl_down_sync(0xffffffffu, mcur[0], 1);
+            if (lane == 0) mleft = smm[b][tp + PH][col - 1];
+            if (lane == 31) mright = smm[b][tp + PH][col + VX];
             if (D3) {
                 pm = vload<T, VX>(&sm[b][tp][col]);
                 pp = vload<T, VX>(&sm[b][tp + 2][col]);
                 hgr_load_ints<VX>(&smm[b][tp][col], mpm);
                 hgr_load_ints<VX>(&smm[b][tp + 2][col], mpp);
             }
-            const bool wglo = w == 0 && a.bw[0] == HK_NEUMANN;
-            const bool wghi = w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
-            const bool face = (xglo | xghi) || pglo || pghi || wglo || wghi;
+            const bool wglo = wedge && w == 0 && a.bw[0] == HK_NEUMANN;
+            const bool wghi = wedge && w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
+            const bool face = (fl & (0xffu | 0x300u)) || wglo || wghi;
             /* The differences u_n - u of every node, then (one branch for
              * the group) the ghosts' formulas where the group lies on a
              * mirrored face, then hg_point's arithmetic in its order. */
@@ -289,10 +324,10 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
                     const int mi = mcur[e] / (int)TS;
                     const T xm = e > 0 ? cur.v[e - 1] : left;
                     const T xp = e < VX - 1 ? cur.v[e + 1] : right;
-                    if (xglo >> e & 1) dxm[e] = hg_ghost(a, HG_FXLO, mi, xm, c);
-                    if (xghi >> e & 1) dxp[e] = hg_ghost(a, HG_FXHI, mi, xp, c);
-                    if (pglo) dpm[e] = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
-                    if (pghi) dpp[e] = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
+                    if (fl >> e & 1) dxm[e] = hg_ghost(a, HG_FXLO, mi, xm, c);
+                    if (fl >> (4 + e) & 1) dxp[e] = hg_ghost(a, HG_FXHI, mi, xp, c);
+                    if (fl >> 8 & 1) dpm[e] = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
+                    if (fl >> 9 & 1) dpp[e] = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
                     if (wglo) dwm[e] = hg_ghost(a, HG_FWLO, mi, prev.v[e], c);
                     if (wghi) dwp[e] = hg_ghost(a, HG_FWHI, mi, nxt.v[e], c);
                 }
@@ -312,7 +347,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
                 const T q = *reinterpret_cast<const T *>(tq + hgr_cls<T>(ccur, e));
                 v.v[e] = cur.v[e] + (s + q);
             }
-            if (all) {
+            if (fl >> 16 & 1) {
                 vstore<T, VX>(outp, v);
                 if (RES) {
 #pragma unroll
@@ -324,7 +359,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
             } else {
 #pragma unroll
                 for (int e = 0; e < VX; e++) {
-                    if (act >> e & 1) {
+                    if (fl >> (12 + e) & 1) {
                         outp[e] = v.v[e];
                         if (RES) {
                             unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
@@ -336,15 +371,14 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
         }
         if (w + 1 < w1) store_plane(b ^ 1, nxt, mnxt, hnext, hcnext);
         __syncthreads();
-        prev = cur;
         cur = nxt;
         nxt = nn;
         hnext = hnn;
-#pragma unroll
-        for (int e = 0; e < VX; e++) mprev[e] = mcur[e], mcur[e] = mnxt[e];
         ccur = cnxt;
         cnxt = cnn;
         hcnext = hcnn;
+#pragma unroll
+        for (int e = 0; e < VX; e++) mcur[e] = mnxt[e];
     }
     if (RES) hk_block_max(m, a.resid);
 }
