@@ -3,22 +3,26 @@
  * its value.
  *
  * A block owns a tile of BXT*VX x BP points of the plane and streams a run of
- * planes along w. Each thread holds VX consecutive values of the previous,
- * current and next plane in registers (the plane after next in flight), and
- * beside them the planes' classes as one packed word of VX bytes, loaded in
- * the same access pattern (one 4- or 2-byte load per group). A class becomes
- * a material (one shared-memory lookup) once, when its plane is next, kept
- * as the byte offset of its column in the weight table; the current plane's
+ * planes along w. Each thread holds VX consecutive values of the current and
+ * next plane in registers (the plane after next in flight), and beside them
+ * the planes' classes as one packed word of VX bytes, loaded in the same
+ * access pattern (one 4- or 2-byte load per group). A class becomes a
+ * material (one shared-memory lookup) once, when its plane is next, kept as
+ * the byte offset of its column in the weight table; the current plane's
  * values and materials go through shared memory for the in-plane neighbours
- * of other threads, x neighbours come by warp shuffle. So a node costs one
- * class byte of memory traffic and, per update, the lookups of q and of its
- * six face weights (an add and a load each) in the staged tables.
+ * of other threads, x neighbours come by warp shuffle. The plane before the
+ * centre is read back from the other half of the shared double buffer (the
+ * thread's own group, values and materials), which holds it until the end of
+ * the plane. So a node costs one class byte of memory traffic and, per
+ * update, the lookups of q and of its six face weights (an add and a load
+ * each) in the staged tables.
  *
- * What bounds it (Nsight Compute, 512^3 float, docs/PERFORMANCE.md): issue
- * slots, about 105 instructions per node, with the thread at 120 of the 128
- * registers that two blocks per multiprocessor allow: the compiler rotates
- * the planes' registers (about 30 moves per plane) and recomputes
- * per-thread constants each plane rather than spill.
+ * What bounds it (Nsight Compute, 512^3 float, docs/PERFORMANCE.md): 84
+ * instructions per node (105 before the plane before the centre left the
+ * registers and the face flags were packed into one word), the thread at
+ * about 118 of the 128 registers that two blocks per multiprocessor allow,
+ * and the latency that 16 warps per multiprocessor leave exposed: waits on
+ * shared-memory loads, on the loads of the plane after next, at the barrier.
  *
  * Boundaries as in k_register.cu: loads map indices through the faces
  * (periodic wrap, mirrored node on a Neumann, flux or convective face), so
