@@ -302,11 +302,32 @@ static void print_split(const heat_case *c, int n, const int ranks[3])
         return;
     }
     heat_par_print_split(stdout, c, ranks);
-    if (heat_case_multigrid(c))
+    if (heat_case_multigrid(c)) {
         printf("                multigrid: each rank holds its box of the fine levels; from the "
                "first level of at most %d nodes (or where a rank would own fewer than 2 nodes "
                "along a cut axis) every rank holds the coarse levels whole\n",
                HEAT_MG_GATHER_POINTS);
+        /* the levels' arrays on top of the two time levels above */
+        double lo = 0, hi = 0;
+        int split = 0, levels = 0, ok = 1;
+        double whole;
+        heat_error err;
+        ok = heat_mg_plan(c, &levels, &whole, &err) == HEAT_OK;
+        for (int r = 0; ok && r < n; r++) {
+            double b;
+            ok = heat_mg_plan_part(c, ranks, r, &b, &split, &err) == HEAT_OK;
+            if (r == 0 || b < lo) lo = b;
+            if (r == 0 || b > hi) hi = b;
+        }
+        if (ok) {
+            char a[32], b[32];
+            heat_cli_human_bytes(a, sizeof a, lo);
+            heat_cli_human_bytes(b, sizeof b, hi);
+            printf("                per rank: %s to %s more for the multigrid levels' arrays (its "
+                   "box of the %d split level%s, the other %d whole)\n",
+                   a, b, split, split == 1 ? "" : "s", levels - split);
+        }
+    }
     if (heat_par_size(heat_par_world()) != n)
         printf("                (for mpirun -np %d; this check runs as %d process%s)\n", n,
                heat_par_size(heat_par_world()), heat_par_size(heat_par_world()) == 1 ? "" : "es");

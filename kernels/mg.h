@@ -279,6 +279,13 @@ double heat_mg_bytes(const heat_mg *m, int vs);
  * any); what `heat check` says. */
 int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err);
 
+/* The same for rank `rank` of the split `ranks` (heat_mg_build_part): the
+ * bytes of its boxes of the split levels (with their ghost layers) and of
+ * the levels every rank holds whole, and how many levels are split (the
+ * gather level). */
+int heat_mg_plan_part(const heat_case *c, const int ranks[3], int rank, double *bytes, int *split,
+                      heat_error *err);
+
 /* ---- the cycle: kernels a backend runs, in this order ---------------------- */
 
 /* A backend's level kernels. Level 0 is the field itself (x[0] the field, x[1]

@@ -891,6 +891,45 @@ static void part_box(heat_mg *m, const heat_case *c, const heat_part *part, int 
     }
 }
 
+int heat_mg_plan_part(const heat_case *c, const int ranks[3], int rank, double *bytes, int *split,
+                      heat_error *err)
+{
+    heat_mg *m = calloc(1, sizeof *m);
+    if (!m) return oom(m, err);
+    double h[3];
+    if (fine_level(m, c, h)) return oom(m, err);
+    for (int l = 0; unknowns(&m->lv[l]) > HEAT_MG_DIRECT_MAX && l + 1 < HEAT_MG_LEVELS_MAX; l++) {
+        const int rc = add_level_axes(m, l, h);
+        if (rc < 0) return oom(m, err);
+        if (rc > 0) break;
+    }
+    heat_part part;
+    heat_split_part(c, ranks, rank, heat_split_depth(c), &part);
+    const int g = m->levels > 1 ? gather_level(m, c, &part) : 0;
+    int need_b, need_d;
+    fine_needs(c, NULL, &need_b, &need_d);
+    if (c->d.general && c->sources.count > 0) need_b = 1;
+    /* the rank's boxes of levels 0 .. g (heat_mg_build_part's part_box),
+     * then the levels g .. coarsest whole, as hierarchy_bytes counts them */
+    double values = 0;
+    for (int l = 0; l <= g; l++) {
+        int64_t j0[3], jn[3];
+        rank_range(m, c, &part, rank, l, j0, jn);
+        double box = 1;
+        for (int d = 0; d < 3; d++)
+            box *= (double)(jn[d] + (part.peer[2 * d] >= 0) + (part.peer[2 * d + 1] >= 0));
+        values +=
+            box * (l == 0 ? (heat_case_implicit(c) ? 2.0 : 0.0) + need_b + need_d : 6.0 + need_d);
+    }
+    for (int l = g > 0 ? g : 1; l < m->levels; l++)
+        values += (double)m->lv[l].points * (6.0 + need_d);
+    const double nc = (double)unknowns(&m->lv[m->levels - 1]);
+    *bytes = (values + nc * nc) * (c->solver.precision == HEAT_FLOAT ? 4 : 8);
+    *split = g;
+    heat_mg_free(m);
+    return HEAT_OK;
+}
+
 int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8_t *cls,
                        const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
                        heat_mg **out, heat_mg **tail, heat_error *err)

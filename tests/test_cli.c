@@ -215,6 +215,7 @@ static void test_check_multigrid(void **state)
          "--ranks", "2", NULL);
     expect_rc(&r, 0);
     EXPECT_OUT(&r, "multigrid: each rank holds its box of the fine levels");
+    EXPECT_OUT(&r, "more for the multigrid levels' arrays (its box of the");
     result_free(&r);
     heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-6; method=\"multigrid\";}",
          "--set", "grid.points=[8, 8, 8]", "--ranks", "2", NULL);

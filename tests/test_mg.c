@@ -609,6 +609,32 @@ static void test_plan_matches_build(void **state)
     }
 }
 
+/* heat_mg_plan_part (heat check --ranks N): a rank of a split holds less
+ * than the whole hierarchy, the ranks together at least all of it (their
+ * boxes cover the split levels, the coarse ones are on each), and a split
+ * of one rank is the whole grid with its gather level held twice (its box
+ * and the whole level). */
+static void test_plan_part(void **state)
+{
+    (void)state;
+    heat_case c;
+    test_sets s = {0};
+    test_sets_add(&s, "grid.points=[129, 80, 65]");
+    load(&c, linear_deck, &s);
+    heat_error err;
+    int levels, split, split1;
+    double whole, b0, b1, one;
+    assert_int_equal(heat_mg_plan(&c, &levels, &whole, &err), HEAT_OK);
+    const int r2[3] = {2, 1, 1}, r1[3] = {1, 1, 1};
+    assert_int_equal(heat_mg_plan_part(&c, r2, 0, &b0, &split, &err), HEAT_OK);
+    assert_int_equal(heat_mg_plan_part(&c, r2, 1, &b1, &split, &err), HEAT_OK);
+    assert_int_equal(heat_mg_plan_part(&c, r1, 0, &one, &split1, &err), HEAT_OK);
+    assert_true(split >= 2 && split < levels);
+    assert_true(b0 < whole && b1 < whole);
+    assert_true(b0 + b1 > whole);
+    assert_true(one > whole && one < 1.25 * whole);
+}
+
 static void test_deck_keys(void **state)
 {
     (void)state;
@@ -708,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_implicit_restart),
         cmocka_unit_test(test_float_floor),
         cmocka_unit_test(test_plan_matches_build),
+        cmocka_unit_test(test_plan_part),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -272,8 +272,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     for (int w = w0; w < w1; w++, outp += a.sw, noff += a.sw) {
         const int b = (w - w0) & 1;
         if (w + 1 < w1) {
-            const long long off =
-                w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
+            const long long off = w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
             load_group_at(off, nn, cnn);
             if (w + 2 < w1) load_halo_at(off, hnn, hcnn);
         }
