@@ -350,8 +350,12 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     tb_schedule<T, D3, K>(
         a, aligned, gxw, gy, cw, [&](int kd, int x0, int y0, int w0, int w1, const auto &xface) {
             /* 3D: one window per block, so this branch is the whole
-             * block's. 2D: the warp's own window decides. */
-            if (kd == TB_GENERAL || (!D3 && !aligned && xface(x0, S::WX)))
+             * block's. 2D: the warp's own window decides; in double at
+             * depths up to 4 every window runs the general loop (one copy
+             * of the loop instead of three: 5% faster at 8192^2, k = 4;
+             * slower in float and at deeper k, docs/PERFORMANCE.md). */
+            constexpr bool one_loop = !D3 && sizeof(T) == 8 && K <= 4;
+            if (one_loop || kd == TB_GENERAL || (!D3 && !aligned && xface(x0, S::WX)))
                 tb_segment<T, D3, RES, K, TB_GENERAL>(a, aligned, x0, y0, w0, w1, sm, m);
             else if (kd == TB_XSEL && (D3 || xface(x0, S::WX)))
                 tb_segment<T, D3, RES, K, TB_XSEL>(a, aligned, x0, y0, w0, w1, sm, m);
