@@ -791,21 +791,32 @@ double heat_mg_bytes(const heat_mg *m, int vs)
     return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->nc, vs);
 }
 
-int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err)
+/* The levels as heat_mg_build adds them, axes only, into *out, and whether
+ * the finest level has a right-hand side and a mass term (sources counted
+ * as present: their power is not known here). */
+static int plan_axes(const heat_case *c, heat_mg **out, int *need_b, int *need_d, heat_error *err)
 {
     heat_mg *m = calloc(1, sizeof *m);
     if (!m) return oom(m, err);
     double h[3];
     if (fine_level(m, c, h)) return oom(m, err);
-    /* the levels as heat_mg_build adds them, axes only */
     for (int l = 0; unknowns(&m->lv[l]) > HEAT_MG_DIRECT_MAX && l + 1 < HEAT_MG_LEVELS_MAX; l++) {
         const int rc = add_level_axes(m, l, h);
         if (rc < 0) return oom(m, err);
         if (rc > 0) break;
     }
+    fine_needs(c, NULL, need_b, need_d);
+    if (c->d.general && c->sources.count > 0) *need_b = 1;
+    *out = m;
+    return HEAT_OK;
+}
+
+int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err)
+{
+    heat_mg *m;
     int need_b, need_d;
-    fine_needs(c, NULL, &need_b, &need_d);
-    if (c->d.general && c->sources.count > 0) need_b = 1; /* their power: not known here */
+    int rc = plan_axes(c, &m, &need_b, &need_d, err);
+    if (rc) return rc;
     *levels = m->levels;
     *bytes =
         hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d, unknowns(&m->lv[m->levels - 1]),
@@ -894,21 +905,13 @@ static void part_box(heat_mg *m, const heat_case *c, const heat_part *part, int 
 int heat_mg_plan_part(const heat_case *c, const int ranks[3], int rank, double *bytes, int *split,
                       heat_error *err)
 {
-    heat_mg *m = calloc(1, sizeof *m);
-    if (!m) return oom(m, err);
-    double h[3];
-    if (fine_level(m, c, h)) return oom(m, err);
-    for (int l = 0; unknowns(&m->lv[l]) > HEAT_MG_DIRECT_MAX && l + 1 < HEAT_MG_LEVELS_MAX; l++) {
-        const int rc = add_level_axes(m, l, h);
-        if (rc < 0) return oom(m, err);
-        if (rc > 0) break;
-    }
+    heat_mg *m;
+    int need_b, need_d;
+    int rc = plan_axes(c, &m, &need_b, &need_d, err);
+    if (rc) return rc;
     heat_part part;
     heat_split_part(c, ranks, rank, heat_split_depth(c), &part);
     const int g = m->levels > 1 ? gather_level(m, c, &part) : 0;
-    int need_b, need_d;
-    fine_needs(c, NULL, &need_b, &need_d);
-    if (c->d.general && c->sources.count > 0) need_b = 1;
     /* the rank's boxes of levels 0 .. g (heat_mg_build_part's part_box),
      * then the levels g .. coarsest whole, as hierarchy_bytes counts them */
     double values = 0;
