@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "heat_error.h"
 #include "heat_split.h"
@@ -61,5 +62,21 @@ typedef struct heat_halo_stats {
     double pack, transfer, unpack; /* the parts of an exchange (transfer: posted to arrived) */
     char transport[96];            /* "mpi, host-staged", "mpi, GPU memory", "nccl", "mpi" */
 } heat_halo_stats;
+
+/* x's counts and times added to st's (its transport kept). */
+static inline void heat_halo_stats_add(heat_halo_stats *st, const heat_halo_stats *x)
+{
+    st->exchanges += x->exchanges;
+    st->exposed += x->exposed, st->pack += x->pack, st->transfer += x->transfer;
+    st->unpack += x->unpack;
+}
+
+/* The clock of the halo statistics: seconds of a monotonic wall clock. */
+static inline double heat_halo_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 #endif

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "mg.h"
 
@@ -85,13 +84,6 @@ static void buf_free(heat_mg_xchg *x, void *p)
         free(p);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t vs,
                      heat_mg_copy_fn copy, void *cctx, heat_error *err)
 {
@@ -106,11 +98,11 @@ int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t v
         if (!x->bytes)
             return heat_error_set(err, HEAT_ERUNTIME, "multigrid: out of memory for halos");
     }
-    const double t0 = now();
+    const double t0 = heat_halo_seconds();
     for (int ph = 0; ph < p->nphase; ph++) {
         heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
         int rc = HEAT_OK;
-        const double a0 = now();
+        const double a0 = heat_halo_seconds();
         for (int i = 0; i < p->nmsg[ph] && !rc; i++) {
             const hmsg *q = &p->msg[ph][i];
             char *sb = (char *)x->sendbuf + q->off * vs, *rb = (char *)x->recvbuf + q->off * vs;
@@ -120,20 +112,20 @@ int heat_mg_xchg_run(heat_mg_xchg *x, const heat_mg *m, int l, void *a, size_t v
         }
         /* the copies to the host done (a GPU queues them) */
         if (!rc && x->flush) rc = x->flush(cctx, err);
-        const double a1 = now();
+        const double a1 = heat_halo_seconds();
         if (!rc) rc = x->comm.start(x->comm.ctx, recv, p->nmsg[ph], send, p->nmsg[ph], vs, err);
         if (!rc) rc = x->comm.wait(x->comm.ctx, err);
-        const double a2 = now();
+        const double a2 = heat_halo_seconds();
         for (int i = 0; i < p->nmsg[ph] && !rc; i++) {
             const hmsg *q = &p->msg[ph][i];
             rc = copy(cctx, p, &q->recv, vs, a, (char *)x->recvbuf + q->off * vs, 0, err);
         }
-        x->st.pack += a1 - a0, x->st.transfer += a2 - a1, x->st.unpack += now() - a2;
+        x->st.pack += a1 - a0, x->st.transfer += a2 - a1, x->st.unpack += heat_halo_seconds() - a2;
         if (rc) return rc;
     }
     /* nothing runs beside it: the whole exchange is exposed */
     x->st.exchanges++;
-    x->st.exposed += now() - t0;
+    x->st.exposed += heat_halo_seconds() - t0;
     return HEAT_OK;
 }
 

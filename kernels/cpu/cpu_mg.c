@@ -523,8 +523,5 @@ int heat_cpu_mg_create_part(const heat_case *c, const heat_part *part, const hea
 
 void heat_cpu_mg_halo_stats(const cpu_mg *g, heat_halo_stats *st)
 {
-    const heat_halo_stats *x = &g->xchg.st;
-    st->exchanges += x->exchanges;
-    st->exposed += x->exposed, st->pack += x->pack, st->transfer += x->transfer;
-    st->unpack += x->unpack;
+    heat_halo_stats_add(st, &g->xchg.st);
 }

@@ -42,7 +42,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
 #include "cuda_backend.h"
@@ -89,13 +88,6 @@ struct part_state {
     heat_halo_stats st;
     cuda_mg *mg; /* multigrid (heat_case_multigrid): its own level-0 buffers */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static hc_box to_hc(const hbox &b)
 {
@@ -224,11 +216,11 @@ static int exchange_phase(part_state *s, void *level, int ph, heat_error *err)
         if (rc) return rc;
     } else {
         PART_CHECK(cudaEventSynchronize(s->ev[PHASE_EV(ph, 1)]));
-        const double t0 = now_s();
+        const double t0 = heat_halo_seconds();
         rc = s->comm.start(s->comm.ctx, recv, p.nmsg[ph], send, p.nmsg[ph], s->vs, err);
         if (!rc) rc = s->comm.wait(s->comm.ctx, err);
         if (rc) return rc;
-        s->st.transfer += now_s() - t0;
+        s->st.transfer += heat_halo_seconds() - t0;
     }
     PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 2)], s->hi));
     if (s->xp == XP_HOST)
@@ -267,14 +259,14 @@ static void account_phases(part_state *s)
 static int exchange_blocking(part_state *s, void *level, heat_error *err)
 {
     if (!heat_halo_any(&s->p)) return HEAT_OK;
-    const double t0 = now_s();
+    const double t0 = heat_halo_seconds();
     for (int ph = 0; ph < s->p.nphase; ph++) {
         int rc = exchange_phase(s, level, ph, err);
         if (rc) return rc;
     }
     PART_CHECK(cudaStreamSynchronize(s->hi));
     account_phases(s);
-    s->st.exposed += now_s() - t0;
+    s->st.exposed += heat_halo_seconds() - t0;
     return HEAT_OK;
 }
 
@@ -540,15 +532,15 @@ static int part_bench_time(heat_backend *b, int steps, int runs, double *copy_ms
     if (!s->scratch) PART_CHECK(cudaMalloc(&s->scratch, bytes));
     std::vector<double> tc(runs), ts(runs);
     for (int r = 0; r < runs; r++) {
-        double t0 = now_s();
+        double t0 = heat_halo_seconds();
         PART_CHECK(cudaMemcpy(s->scratch, s->u, bytes, cudaMemcpyDeviceToDevice));
         PART_CHECK(cudaDeviceSynchronize());
-        tc[r] = now_s() - t0;
-        t0 = now_s();
+        tc[r] = heat_halo_seconds() - t0;
+        t0 = heat_halo_seconds();
         int rc = part_advance(b, steps, NULL, err);
         if (rc) return rc;
         PART_CHECK(cudaDeviceSynchronize());
-        ts[r] = now_s() - t0;
+        ts[r] = heat_halo_seconds() - t0;
     }
     *copy_ms = 1e3 * median(tc);
     *steps_ms = 1e3 * median(ts);

@@ -1054,10 +1054,7 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
 
 void heat_cuda_mg_halo_stats(const cuda_mg *g, heat_halo_stats *st)
 {
-    const heat_halo_stats *x = &g->xchg.st;
-    st->exchanges += x->exchanges;
-    st->exposed += x->exposed, st->pack += x->pack, st->transfer += x->transfer;
-    st->unpack += x->unpack;
+    heat_halo_stats_add(st, &g->xchg.st);
 }
 
 void heat_cuda_mg_level0(cuda_mg *g, void **x0, void **x1, int64_t bn[3], int gl[3])
