@@ -369,16 +369,23 @@ int heat_case_auto_depth(const heat_case *c)
     if (c->solver.backend == HEAT_BACKEND_CPU || c->solver.kernel != HEAT_KERNEL_FUSING) return 1;
     /* [general][3D][float]; general decks (materials, sources, convective or
      * flux faces) measured k = 1 to 4: 2D fastest at 4 in both precisions,
-     * 3D fastest at 1 (the fused general kernels lose there). */
+     * 3D fastest at 1 (the fused general kernels lose there). Uniform 3D: 4
+     * in both precisions where a (rank's) plane has at least 256 x 256
+     * points, 3 on smaller planes, whose windows' halos weigh more (H100:
+     * k = 4 up to 7% faster from 384^3 up, level at 256^3 and 512^3 in
+     * float; k = 3 5 to 8% faster at 128^3). */
     static const int best[2][2][2] = {
-        {/* 2D: double, float */ {4, 8}, /* 3D */ {4, 3}},
+        {/* 2D: double, float */ {4, 8}, /* 3D */ {4, 4}},
         {/* 2D */ {4, 4}, /* 3D */ {1, 1}},
     };
     const int is3 = c->grid.dims == 3;
-    int k = best[needs_general(c)][is3][c->solver.precision == HEAT_FLOAT];
-    const int axis = is3 ? 2 : 1;
-    long long nw = c->grid.n[axis];
-    if (c->parallel.ranks[axis] > 1) nw /= c->parallel.ranks[axis];
+    const int general = needs_general(c);
+    int k = best[general][is3][c->solver.precision == HEAT_FLOAT];
+    long long part[3];
+    for (int a = 0; a < 3; a++)
+        part[a] = c->parallel.ranks[a] > 1 ? c->grid.n[a] / c->parallel.ranks[a] : c->grid.n[a];
+    if (is3 && !general && part[0] * part[1] < 256LL * 256) k = 3;
+    const long long nw = part[is3 ? 2 : 1];
     while (k > 1 && nw < 8LL * k) k--;
     return k;
 }

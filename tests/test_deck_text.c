@@ -274,8 +274,14 @@ static int auto_depth(const char *points, const char *precision, const char *ext
 static void test_temporal_auto(void **state)
 {
     (void)state;
-    assert_int_equal(auto_depth("[512, 512, 512]", "float", NULL), 3);
+    assert_int_equal(auto_depth("[512, 512, 512]", "float", NULL), 4);
     assert_int_equal(auto_depth("[512, 512, 512]", "double", NULL), 4);
+    /* 3D planes under 256 x 256 points (or a rank's part of one): 3. */
+    assert_int_equal(auto_depth("[128, 128, 128]", "float", NULL), 3);
+    assert_int_equal(auto_depth("[255, 256, 64]", "double", NULL), 3);
+    assert_int_equal(auto_depth("[256, 256, 64]", "double", NULL), 4);
+    assert_int_equal(auto_depth("[512, 512, 512]", "float", "parallel.ranks=[2, 2, 1]"), 4);
+    assert_int_equal(auto_depth("[512, 512, 512]", "float", "parallel.ranks=[2, 4, 1]"), 3);
     assert_int_equal(auto_depth("[8192, 8192, 1]", "float", NULL), 8);
     assert_int_equal(auto_depth("[8192, 8192, 1]", "double", NULL), 4);
     /* Thin along the streaming axis: at least 8 k points there. */
