@@ -221,6 +221,21 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
     V next[RY];
 #pragma unroll
     for (int q = 0; q < RY; q++) load0(n0, q, next[q]);
+    /* 3D: the rows of level 0's next plane (n + 1) and of level K's stored
+     * plane (n - K), advanced one plane per iteration: a plane inside the
+     * grid needs no mapping and no multiply (a plane outside it, past a
+     * periodic w face or beyond the grid's last, still maps through
+     * load0). At 512^3 this made float k = 3 and 4 8.5% faster, double
+     * 7% and 4% (docs/PERFORMANCE.md); in 2D (a row a warp) it was 3 to 5%
+     * slower in float, so 2D maps every plane as before. */
+    const T *lrow[RY];
+    T *orow[RY];
+#pragma unroll
+    for (int q = 0; q < RY; q++) {
+        lrow[q] = a.u + ((long long)(n0 + 1) * a.sw + rowoff[q] + (vec ? xg : 0));
+        orow[q] = a.out + ((long long)(n0 - K) * a.sw + (long long)(D3 ? y0 + r0 + q : 0) * a.sp +
+                           xg);
+    }
 
     /* Iteration n: one new plane n of level 0 from memory; level t = 1..K
      * computes its plane n - t; level K's plane n - K goes to memory. */
@@ -233,8 +248,25 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
 #pragma unroll
         for (int q = 0; q < RY; q++) vals[0][q] = next[q];
         if (n + 1 < n1) {
+            if (D3 && (unsigned)(n + 1) < (unsigned)a.nw) {
 #pragma unroll
-            for (int q = 0; q < RY; q++) load0(n + 1, q, next[q]);
+                for (int q = 0; q < RY; q++) {
+                    if (vec) {
+                        next[q] = vload<T, VX>(lrow[q]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < VX; e++)
+                            next[q].v[e] = lrow[q][tb_map(xg + e, a.nx, a.bx)];
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int q = 0; q < RY; q++) load0(n + 1, q, next[q]);
+            }
+        }
+        if (D3) {
+#pragma unroll
+            for (int q = 0; q < RY; q++) lrow[q] += a.sw;
         }
 #pragma unroll
         for (int t = 1; t <= K; t++) {
@@ -305,13 +337,14 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
 #pragma unroll
             for (int q = 0; q < RY; q++) {
                 if (!row_keep[q]) continue;
-                T *out = a.out + (long long)wk * a.sw + (long long)(D3 ? y0 + r0 + q : 0) * a.sp;
+                /* row q of plane wk, from xg */
+                T *out = D3 ? orow[q] : a.out + (long long)wk * a.sw + xg;
                 if (vec_store) {
-                    vstore<T, VX>(out + xg, vals[K][q]);
+                    vstore<T, VX>(out, vals[K][q]);
                 } else {
 #pragma unroll
                     for (int e = 0; e < VX; e++)
-                        if (keep >> e & 1) out[xg + e] = vals[K][q].v[e];
+                        if (keep >> e & 1) out[e] = vals[K][q].v[e];
                 }
                 if (RES) {
 #pragma unroll
@@ -323,6 +356,10 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
                         }
                 }
             }
+        }
+        if (D3) {
+#pragma unroll
+            for (int q = 0; q < RY; q++) orow[q] += a.sw;
         }
         if (D3) __syncthreads();
     };
