@@ -233,8 +233,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
 #pragma unroll
     for (int q = 0; q < RY; q++) {
         lrow[q] = a.u + ((long long)(n0 + 1) * a.sw + rowoff[q] + (vec ? xg : 0));
-        orow[q] = a.out + ((long long)(n0 - K) * a.sw + (long long)(D3 ? y0 + r0 + q : 0) * a.sp +
-                           xg);
+        orow[q] = a.out + ((long long)(n0 - K) * a.sw + (long long)(y0 + r0 + q) * a.sp + xg);
     }
 
     /* Iteration n: one new plane n of level 0 from memory; level t = 1..K
@@ -360,8 +359,8 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
         if (D3) {
 #pragma unroll
             for (int q = 0; q < RY; q++) orow[q] += a.sw;
+            __syncthreads();
         }
-        if (D3) __syncthreads();
     };
     /* The iterations whose planes n - K .. n - 1 meet a w face (at most 2 K
      * per segment) take the fix-ups; the others are free of face code. */
