@@ -130,6 +130,18 @@ static void *advance_on(const test_sets *sets, const char *be, int calls, int st
     for (int i = 0; i < calls; i++)
         if (heat_backend_advance(b, steps, &resid[i], &err)) fail_msg("%s: %s", be, err.msg);
     assert_int_equal(heat_backend_download(b, f, &err), HEAT_OK);
+    /* the probes' values (one node each) are the downloaded field's: the
+     * first and last nodes and some between, planes apart */
+    int64_t at[6] = {0, c.d.points - 1, c.d.points / 2, c.grid.n[0] * c.grid.n[1] + 1, 7, 0};
+    at[5] = (c.grid.n[2] - 1) * c.grid.n[0] * c.grid.n[1] + c.grid.n[0];
+    for (int i = 0; i < 6; i++)
+        if (at[i] >= c.d.points) at[i] = c.d.points - 1 - i; /* 2D: one plane */
+    double got[6];
+    if (heat_backend_sample(b, 6, at, got, &err)) fail_msg("%s: sample: %s", be, err.msg);
+    for (int i = 0; i < 6; i++)
+        if (got[i] != fget(&c, f, at[i]))
+            fail_msg("%s: node %lld sampled %.17g, downloaded %.17g", be, (long long)at[i], got[i],
+                     fget(&c, f, at[i]));
     heat_backend_mg_info(b, info);
     heat_backend_destroy(b);
     return f;
@@ -173,15 +185,18 @@ static void test_steady_cycles(void **state)
 {
     (void)state;
     /* 3D with rows of an odd length (one node a thread on the finest
-     * level), 2D with rows of a multiple of 4 (groups of 16 bytes), and 3D
-     * with such rows, x periodic, and fewer rows than a tile has */
-    static const char *const shapes[3][3] = {{"grid.points=[37, 29, 21]"},
+     * level), 2D with rows of a multiple of 4 (groups of 16 bytes), 3D
+     * with such rows, x periodic, and fewer rows than a tile has, and a
+     * grid small enough to be the coarsest level itself (solved directly,
+     * its planes padded as every finest level's: cuda_mg.h) */
+    static const char *const shapes[4][3] = {{"grid.points=[37, 29, 21]"},
                                              {"grid.points=[100, 65, 1]"},
                                              {"grid.points=[48, 7, 33]",
                                               "boundary.x_lo={type=\"periodic\";}",
-                                              "boundary.x_hi={type=\"periodic\";}"}};
+                                              "boundary.x_hi={type=\"periodic\";}"},
+                                             {"grid.points=[9, 7, 5]"}};
     for (int p = 0; p < 2; p++)
-        for (int sh = 0; sh < 3; sh++) {
+        for (int sh = 0; sh < 4; sh++) {
             test_sets s = {0};
             test_sets_add(&s, "solver.precision=\"%s\"", p ? "float" : "double");
             for (int i = 0; i < 3 && shapes[sh][i]; i++) test_sets_add(&s, "%s", shapes[sh][i]);
@@ -246,15 +261,28 @@ static void test_singular(void **state)
     compare(&s, 3, 2, 1e-12, "singular, double");
 }
 
+/* Every case above again with the finest level's planes 3 rows apart
+ * more than a plane has (in 3D; the field's buffers, the level's arrays, the
+ * upload and download), as grids whose planes are a multiple of 2 MiB get
+ * them (cuda_mg.h). */
+static void test_padded_planes(void **state)
+{
+    assert_int_equal(setenv("HEAT_CUDA_MG_PAD", "3", 1), 0);
+    test_steady_cycles(state);
+    test_implicit_steps(state);
+    test_materials(state);
+    test_singular(state);
+    unsetenv("HEAT_CUDA_MG_PAD");
+}
+
 int main(void)
 {
     const int skip = gpu_tests_skip("test_gpu_mg");
     if (skip) return skip;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_steady_cycles),
-        cmocka_unit_test(test_implicit_steps),
-        cmocka_unit_test(test_materials),
-        cmocka_unit_test(test_singular),
+        cmocka_unit_test(test_steady_cycles), cmocka_unit_test(test_implicit_steps),
+        cmocka_unit_test(test_materials),     cmocka_unit_test(test_singular),
+        cmocka_unit_test(test_padded_planes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

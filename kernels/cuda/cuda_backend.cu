@@ -46,7 +46,13 @@ typedef struct cuda_state {
     int stats_fresh;             /* h_rows holds the statistics of u as it stands */
     cudaStream_t stream;
     cudaEvent_t ev[4];
-    size_t bytes;
+    size_t bytes; /* the field's values */
+    /* The buffers' layout: planes of `plane` values `pitch` values apart
+     * (a multigrid case's rows padded, heat_cuda_mg_plane_rows; else
+     * pitch = plane),
+     * so `held` bytes each. */
+    long long plane, pitch, planes;
+    size_t held;
     int three_d;
     heat_kernel kernel;
     int depth; /* steps fused per pass (temporal blocking; 1 without) */
@@ -214,13 +220,24 @@ static cudaError_t sweep(cuda_state *s, bool resid, int depth)
     return e;
 }
 
+/* The field between the host's contiguous layout and a device buffer's
+ * (planes `pitch` values apart). */
+static cudaError_t copy_field(const cuda_state *s, void *dst, const void *src, cudaMemcpyKind kind)
+{
+    if (s->pitch == s->plane) return cudaMemcpy(dst, src, s->bytes, kind);
+    const size_t vs = s->bytes / ((size_t)s->planes * (size_t)s->plane);
+    const size_t pb = (size_t)s->plane * vs, db = (size_t)s->pitch * vs;
+    const bool to_dev = kind == cudaMemcpyHostToDevice;
+    return cudaMemcpy2D(dst, to_dev ? db : pb, src, to_dev ? pb : db, pb, (size_t)s->planes, kind);
+}
+
 static int cuda_upload(heat_backend *b, const void *host, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
     s->stats_fresh = 0;
     /* Both levels: Dirichlet nodes are never written by a sweep. */
-    HEAT_CUDA_CHECK(cudaMemcpy(s->u, host, s->bytes, cudaMemcpyHostToDevice));
-    HEAT_CUDA_CHECK(cudaMemcpy(s->v, s->u, s->bytes, cudaMemcpyDeviceToDevice));
+    HEAT_CUDA_CHECK(copy_field(s, s->u, host, cudaMemcpyHostToDevice));
+    HEAT_CUDA_CHECK(cudaMemcpy(s->v, s->u, s->held, cudaMemcpyDeviceToDevice));
     return HEAT_OK;
 }
 
@@ -228,7 +245,7 @@ static int cuda_download(heat_backend *b, void *host, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
     HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-    HEAT_CUDA_CHECK(cudaMemcpy(host, s->u, s->bytes, cudaMemcpyDeviceToHost));
+    HEAT_CUDA_CHECK(copy_field(s, host, s->u, cudaMemcpyDeviceToHost));
     return HEAT_OK;
 }
 
@@ -375,8 +392,8 @@ static int cuda_mg_setup(heat_backend *b, heat_error *err)
     s->mg = nullptr;
     if (b->c->d.general && !s->h_cls)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
-    return heat_cuda_mg_create(b->c, s->u, s->v, s->stream, s->h_cls, s->h_cls ? &s->h_k : nullptr,
-                               &s->mg, err);
+    return heat_cuda_mg_create(b->c, s->u, s->v, s->pitch / b->c->grid.n[0], s->stream, s->h_cls,
+                               s->h_cls ? &s->h_k : nullptr, &s->mg, err);
 }
 
 static void cuda_mg_info(const heat_backend *b, heat_mg_info *info)
@@ -473,8 +490,11 @@ static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t byt
 static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error *err)
 {
     heat_cuda_schedule_for_affinity();
-    cudaError_t e = cudaMalloc(&s->u, s->bytes);
-    if (e == cudaSuccess) e = cudaMalloc(&s->v, s->bytes);
+    cudaError_t e = cudaMalloc(&s->u, s->held);
+    if (e == cudaSuccess) e = cudaMalloc(&s->v, s->held);
+    /* padded planes: what lies between them defined (no kernel reads it) */
+    if (e == cudaSuccess && s->pitch != s->plane) e = cudaMemset(s->u, 0, s->held);
+    if (e == cudaSuccess && s->pitch != s->plane) e = cudaMemset(s->v, 0, s->held);
     if (e != cudaSuccess) {
         size_t free_b = 0, total_b = 0;
         cudaGetLastError();
@@ -482,7 +502,7 @@ static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: cannot allocate the field on %s: %.3f GB needed "
                               "(two time levels), %.3f GB free of %.3f GB",
-                              prop->name, 2.0 * (double)s->bytes / 1e9, (double)free_b / 1e9,
+                              prop->name, 2.0 * (double)s->held / 1e9, (double)free_b / 1e9,
                               (double)total_b / 1e9);
     }
     HEAT_CUDA_CHECK(cudaMalloc(&s->d_resid, sizeof *s->d_resid));
@@ -518,11 +538,18 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
         return heat_error_set(err, HEAT_ERUNTIME, "solver.backend = \"cuda\": %s", why);
 
     const size_t bytes = (size_t)c->d.points * heat_case_value_size(c);
+    /* a multigrid case's field is its finest level: planes padded */
+    const long long plane = (long long)c->grid.n[0] * c->grid.n[1];
+    const long long pitch =
+        heat_case_multigrid(c)
+            ? c->grid.n[0] * heat_cuda_mg_plane_rows(c->grid.n, heat_case_value_size(c))
+            : plane;
+    const size_t held = (size_t)c->grid.n[2] * (size_t)pitch * heat_case_value_size(c);
     int dev = 0;
     HEAT_CUDA_CHECK(cudaGetDevice(&dev));
     cudaDeviceProp prop;
     HEAT_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-    int rc = check_fits(c, &prop, bytes, err);
+    int rc = check_fits(c, &prop, held, err);
     if (rc) return rc;
 
     heat_backend *b = (heat_backend *)calloc(1, sizeof *b);
@@ -536,6 +563,8 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     b->c = c;
     b->impl = s;
     s->bytes = bytes;
+    s->plane = plane, s->pitch = pitch, s->planes = c->grid.n[2];
+    s->held = held;
     s->three_d = c->grid.dims == 3;
     s->kernel = c->solver.kernel;
     /* Only register_tiled fuses steps; every depth the deck accepts is served
@@ -808,8 +837,9 @@ static int cuda_sample(heat_backend *b, int n, const int64_t *index, double *val
         double v = 0;
         float f = 0;
         void *to = vs == sizeof(float) ? (void *)&f : (void *)&v;
+        const int64_t at = index[i] / s->plane * s->pitch + index[i] % s->plane;
         HEAT_CUDA_CHECK(
-            cudaMemcpy(to, (const char *)s->u + (size_t)index[i] * vs, vs, cudaMemcpyDeviceToHost));
+            cudaMemcpy(to, (const char *)s->u + (size_t)at * vs, vs, cudaMemcpyDeviceToHost));
         values[i] = vs == sizeof(float) ? (double)f : v;
     }
     return HEAT_OK;

@@ -66,7 +66,7 @@ __device__ __forceinline__ T point_resid(const mgd_level<T> &L, const mgd_fine<T
     const int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
     const int im = wrapm(i, n0), ip = wrapp(i, n0), jm = wrapm(j, n1), jp = wrapp(j, n1);
     const int km = wrapm(k, n2);
-    const long long sy = n0, sz = (long long)n0 * n1;
+    const long long sy = n0, sz = mg_plane(L);
     const long long q0 = p + (im - i), q1 = p + (ip - i), q2 = p + (jm - j) * sy,
                     q3 = p + (jp - j) * sy, q4 = p + (km - k) * sz;
     T t[6], nb[6];
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(256)
     const int i = blockIdx.x * 32 + threadIdx.x, j = blockIdx.y * 8 + threadIdx.y;
     const bool in = i < L.n[0] && j < L.n[1];
     const int n2 = L.n[2], k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
-    const long long sz = (long long)L.n[0] * L.n[1];
+    const long long sz = mg_plane(L);
     const T *x = PASS == P_SMOOTH && sweep % 2 ? L.x1 : L.x0;
     T *out = PASS == P_SMOOTH ? (sweep % 2 ? L.x0 : L.x1) : L.x1;
     const T c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(256)
             wxy[TAPS * ty + tx] = wt[1][TAPS * j + ty] * wt[0][TAPS * i + tx];
             oxy[TAPS * ty + tx] = (long long)pt[1][TAPS * j + ty] * S.n[0] + pt[0][TAPS * i + tx];
         }
-    const long long ssz = (long long)S.n[0] * S.n[1];
+    const long long ssz = mg_plane(S);
     const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, W.n[2]);
     for (int k = k0; k < k1; k++) {
         if ((k == 0 && W.held[2][0]) || (k == W.n[2] - 1 && W.held[2][1])) continue;
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(256)
                 s = s + w * pl[oxy[t]];
             }
         }
-        const long long p = ((long long)k * W.n[1] + j) * W.n[0] + i;
+        const long long p = (long long)k * mg_plane(W) + (long long)j * W.n[0] + i;
         if (RESTRICT)
             C.b[p] = s;
         else
@@ -238,18 +238,30 @@ __global__ void mg_coarse_kernel(T *x, const T *rhs, const T *cinv_t, const int 
     x[cidx[r]] = add ? x[cidx[r]] + s : s;
 }
 
-template <typename T> __global__ void mg_shift_kernel(T *x, long long n, T d)
+/* The finest level's nodes by planes: node i of a plane of pn (blocks
+ * along x), planes sz apart (blocks along y, striding by the grid). */
+template <typename T> __global__ void mg_shift_kernel(T *x, long long pn, long long sz, int n2, T d)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = x[i] + d;
+    if (i >= pn) return;
+    for (int k = blockIdx.y; k < n2; k += gridDim.y) {
+        T *q = x + (long long)k * sz + i;
+        *q = *q + d;
+    }
 }
 
 template <typename T>
-__global__ void mg_dudt_kernel(const T *x, const T *keep, long long n, unsigned long long *out)
+__global__ void mg_dudt_kernel(const T *x, const T *keep, long long pn, long long sz, int n2,
+                               unsigned long long *out)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long m = 0;
-    if (i < n) m = (unsigned long long)__double_as_longlong(fabs((double)x[i] - (double)keep[i]));
+    if (i < pn)
+        for (int k = blockIdx.y; k < n2; k += gridDim.y) {
+            const long long p = (long long)k * sz + i;
+            m = max(m,
+                    (unsigned long long)__double_as_longlong(fabs((double)x[p] - (double)keep[p])));
+        }
     hk_block_max(m, out);
 }
 
@@ -299,6 +311,14 @@ static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F,
 static unsigned blocks_of(long long n, int threads)
 {
     return (unsigned)((n + threads - 1) / threads);
+}
+
+/* The grid of mg_shift_kernel and mg_dudt_kernel over level L (blocks of
+ * 256 threads); its plane's nodes. */
+template <typename T> static dim3 plane_grid(const mgd_level<T> &L, long long *pn)
+{
+    *pn = (long long)L.n[0] * L.n[1];
+    return dim3(blocks_of(*pn, 256), (unsigned)std::min(L.n[2], 65535));
 }
 
 /* The grid of a transfer over the columns of a level of n nodes: blocks of
@@ -458,12 +478,16 @@ int heat_cuda_mg_field_stats(cuda_mg *g, double *min, double *max, double *sum, 
 static int op_shift(void *ctx, double delta, heat_error *err)
 {
     cuda_mg *g = (cuda_mg *)ctx;
-    const long long n = g->m->lv[0].points;
-    if (g->is_float)
-        mg_shift_kernel<float>
-            <<<blocks_of(n, 256), 256, 0, g->stream>>>(g->lf[0].x0, n, (float)delta);
-    else
-        mg_shift_kernel<double><<<blocks_of(n, 256), 256, 0, g->stream>>>(g->ld[0].x0, n, delta);
+    long long pn = 0;
+    if (g->is_float) {
+        const mgd_level<float> &L = g->lf[0];
+        mg_shift_kernel<float><<<plane_grid(L, &pn), 256, 0, g->stream>>>(L.x0, pn, mg_plane(L),
+                                                                          L.n[2], (float)delta);
+    } else {
+        const mgd_level<double> &L = g->ld[0];
+        mg_shift_kernel<double>
+            <<<plane_grid(L, &pn), 256, 0, g->stream>>>(L.x0, pn, mg_plane(L), L.n[2], delta);
+    }
     note_launch(g);
     return heat_cuda_mg_finish(g, err);
 }
@@ -491,14 +515,17 @@ static int op_rhs(void *ctx, int keep, double *bmax, heat_error *err)
 static int op_dudt(void *ctx, double *m, heat_error *err)
 {
     cuda_mg *g = (cuda_mg *)ctx;
-    const long long n = g->m->lv[0].points;
+    long long pn = 0;
     MG_CUDA_CHECK(cudaMemsetAsync(g->d_max, 0, sizeof *g->d_max, g->stream));
-    if (g->is_float)
-        mg_dudt_kernel<float>
-            <<<blocks_of(n, 256), 256, 0, g->stream>>>(g->lf[0].x0, g->ff.keep, n, g->d_max);
-    else
-        mg_dudt_kernel<double>
-            <<<blocks_of(n, 256), 256, 0, g->stream>>>(g->ld[0].x0, g->fd.keep, n, g->d_max);
+    if (g->is_float) {
+        const mgd_level<float> &L = g->lf[0];
+        mg_dudt_kernel<float><<<plane_grid(L, &pn), 256, 0, g->stream>>>(
+            L.x0, g->ff.keep, pn, mg_plane(L), L.n[2], g->d_max);
+    } else {
+        const mgd_level<double> &L = g->ld[0];
+        mg_dudt_kernel<double><<<plane_grid(L, &pn), 256, 0, g->stream>>>(
+            L.x0, g->fd.keep, pn, mg_plane(L), L.n[2], g->d_max);
+    }
     note_launch(g);
     MG_CUDA_CHECK(
         cudaMemcpyAsync(g->h_max, g->d_max, sizeof *g->h_max, cudaMemcpyDeviceToHost, g->stream));
@@ -524,6 +551,14 @@ static const heat_mg_ops graph_ops = {op_smooth, op_restrict, op_coarse, op_prol
 
 /* ---- setup --------------------------------------------------------------------------- */
 
+int64_t heat_cuda_mg_plane_rows(const int64_t n[3], size_t vs)
+{
+    if (n[2] <= 1) return n[1];
+    const char *e = getenv("HEAT_CUDA_MG_PAD");
+    if (e && *e && atoll(e) >= 0) return n[1] + atoll(e);
+    return n[0] * n[1] * (int64_t)vs == 2 << 20 ? n[1] + (n[1] + 63) / 64 : n[1];
+}
+
 /* Device memory owned by g: n values of the precision T from doubles
  * (NULL stays NULL), ints from int64, zeros. */
 template <typename T>
@@ -538,6 +573,27 @@ static int dev_values(cuda_mg *g, const double *src, int64_t n, const T **out, h
     g->owned.push_back(p);
     MG_CUDA_CHECK(cudaMemcpy(p, h.data(), (size_t)n * sizeof(T), cudaMemcpyHostToDevice));
     *out = (const T *)p;
+    return HEAT_OK;
+}
+
+/* As dev_values for values per node of the level of n nodes whose planes
+ * are sz apart (the finest, mgd_level::sz), laid out so: zeros between the
+ * planes. D the device's type (the precision, or bytes), S the host's. */
+template <typename D, typename S>
+static int dev_planes(cuda_mg *g, const int n[3], long long sz, const S *src, const D **out,
+                      heat_error *err)
+{
+    *out = nullptr;
+    if (!src) return HEAT_OK;
+    const int64_t pn = (int64_t)n[0] * n[1], count = (int64_t)n[2] * sz;
+    std::vector<D> h((size_t)count, D(0));
+    for (int64_t k = 0; k < n[2]; k++)
+        for (int64_t i = 0; i < pn; i++) h[(size_t)(k * sz + i)] = (D)src[k * pn + i];
+    void *p = nullptr;
+    MG_CUDA_CHECK(cudaMalloc(&p, (size_t)count * sizeof(D)));
+    g->owned.push_back(p);
+    MG_CUDA_CHECK(cudaMemcpy(p, h.data(), (size_t)count * sizeof(D), cudaMemcpyHostToDevice));
+    *out = (const D *)p;
     return HEAT_OK;
 }
 
@@ -596,7 +652,9 @@ static int upload_level(cuda_mg *g, const heat_mg *m, int l, void *u, void *v, m
     for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)
         V.cheb[s][0] = (T)L->cheb[s][0], V.cheb[s][1] = (T)L->cheb[s][1];
     if (rc) return rc;
+    V.rows = V.n[1];
     if (l == 0 && u) {
+        V.rows = g->rows0;
         V.x0 = (T *)u, V.x1 = (T *)v;
         return HEAT_OK;
     }
@@ -611,52 +669,59 @@ template <typename T>
 static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *err)
 {
     const heat_mg *m = g->m;
-    const int64_t np = m->lv[0].points;
     mgd_fine<T> &F = fine_of<T>(g);
     mgd_level<T> *L = levels_of<T>(g);
     memset(&F, 0, sizeof F);
-    F.nmat = m->nmat;
-    F.ct = (T)((1.0 - m->theta) / m->theta);
-    std::vector<double> rhoc(m->rhoc, m->rhoc + m->nmat), mdt(m->nmat);
-    for (int a = 0; a < m->nmat; a++) mdt[a] = m->rhoc[a] / m->dt;
-    int rc = dev_values<T>(g, m->kf, (int64_t)m->nmat * m->nmat, &F.kf, err);
-    if (!rc) rc = dev_values<T>(g, rhoc.data(), m->nmat, &F.rhoc, err);
-    if (!rc) rc = dev_values<T>(g, mdt.data(), m->nmat, &F.mdt, err);
-    if (!rc) rc = dev_values<T>(g, m->dg0, np, &F.dg0, err);
-    if (!rc) rc = dev_values<T>(g, m->b0, np, &F.b0, err);
-    if (!rc && m->implicit) rc = dev_zeros<T>(g, np, &F.keep, err);
-    if (!rc && m->cls) {
-        void *p = nullptr, *q = nullptr;
-        MG_CUDA_CHECK(cudaMalloc(&p, (size_t)np));
-        g->owned.push_back(p);
-        MG_CUDA_CHECK(cudaMemcpy(p, cls, (size_t)np, cudaMemcpyHostToDevice));
-        MG_CUDA_CHECK(cudaMalloc(&q, sizeof m->mat));
-        g->owned.push_back(q);
-        MG_CUDA_CHECK(cudaMemcpy(q, m->mat, sizeof m->mat, cudaMemcpyHostToDevice));
-        F.cls = (const unsigned char *)p, F.mat = (const unsigned char *)q;
-    }
     /* a split run: levels below m->gather from m (its level 0 in buffers of
      * its own, u NULL), the box of level m->gather, the rest from the tail */
     const heat_mg *src = g->tail ? g->tail : m;
     const int gl = g->tail ? m->gather : 0;
+    int rc = HEAT_OK;
     for (int l = 0; l < m->levels && !rc; l++)
         rc = upload_level<T>(g, l < gl ? m : src, l, u, v, L[l], err);
     if (!rc && g->tail) rc = upload_level<T>(g, m, gl, nullptr, nullptr, gbox_of<T>(g), err);
+    if (rc) return rc;
+    /* the finest level's arrays, laid out as its field (planes mg_plane(L[0]) apart) */
+    const int64_t np = (int64_t)L[0].n[2] * mg_plane(L[0]);
+    F.nmat = m->nmat;
+    F.ct = (T)((1.0 - m->theta) / m->theta);
+    std::vector<double> rhoc(m->rhoc, m->rhoc + m->nmat), mdt(m->nmat);
+    for (int a = 0; a < m->nmat; a++) mdt[a] = m->rhoc[a] / m->dt;
+    rc = dev_values<T>(g, m->kf, (int64_t)m->nmat * m->nmat, &F.kf, err);
+    if (!rc) rc = dev_values<T>(g, rhoc.data(), m->nmat, &F.rhoc, err);
+    if (!rc) rc = dev_values<T>(g, mdt.data(), m->nmat, &F.mdt, err);
+    if (!rc) rc = dev_planes<T>(g, L[0].n, mg_plane(L[0]), m->dg0, &F.dg0, err);
+    if (!rc) rc = dev_planes<T>(g, L[0].n, mg_plane(L[0]), m->b0, &F.b0, err);
+    if (!rc && m->implicit) rc = dev_zeros<T>(g, np, &F.keep, err);
+    if (!rc && m->cls) {
+        rc = dev_planes<unsigned char>(g, L[0].n, mg_plane(L[0]), cls, &F.cls, err);
+        void *q = nullptr;
+        MG_CUDA_CHECK(cudaMalloc(&q, sizeof m->mat));
+        g->owned.push_back(q);
+        MG_CUDA_CHECK(cudaMemcpy(q, m->mat, sizeof m->mat, cudaMemcpyHostToDevice));
+        F.mat = (const unsigned char *)q;
+    }
     if (rc) return rc;
     if (m->implicit) {
         rc = dev_zeros<T>(g, np, &L[0].b, err);
     } else {
         L[0].b = (T *)F.b0;
     }
-    /* The inverse by columns; its unknowns' nodes. */
+    /* The inverse by columns; its unknowns' nodes (offsets in the coarsest
+     * level's arrays, planes apart as they are). */
     const int64_t nc = src->nc;
     std::vector<double> ct((size_t)(nc * nc));
     for (int64_t r = 0; r < nc; r++)
         for (int64_t q = 0; q < nc; q++) ct[(size_t)(q * nc + r)] = src->cinv[r * nc + q];
+    const mgd_level<T> &C = L[m->levels - 1];
+    const int64_t cpn = (int64_t)C.n[0] * C.n[1];
+    std::vector<int64_t> cidx((size_t)nc);
+    for (int64_t q = 0; q < nc; q++)
+        cidx[(size_t)q] = src->cidx[q] / cpn * mg_plane(C) + src->cidx[q] % cpn;
     const T *cinv = nullptr;
     if (!rc) rc = dev_values<T>(g, ct.data(), nc * nc, &cinv, err);
     g->cinv_t = (void *)cinv;
-    if (!rc) rc = dev_ints(g, src->cidx, nc, (const int **)&g->cidx, err);
+    if (!rc) rc = dev_ints(g, cidx.data(), nc, (const int **)&g->cidx, err);
     return rc;
 }
 
@@ -681,8 +746,13 @@ static int check_memory(const cuda_mg *g, heat_error *err)
 {
     size_t free_b = 0, total_b = 0;
     MG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const heat_mg_level *L0 = &g->m->lv[0];
+    const int vs = g->is_float ? 4 : 8;
+    /* level 0's arrays besides the field (b, its mass and sources, the
+     * implicit steps' copy, the classes) between padded planes */
+    const double pad = g->tail ? 0.0 : (double)L0->n[2] * L0->n[0] * (double)(g->rows0 - L0->n[1]);
     const double need =
-        heat_mg_bytes(g->m, g->is_float ? 4 : 8) + (g->m->cls ? (double)g->m->lv[0].points : 0.0);
+        heat_mg_bytes(g->m, vs) + 4.0 * pad * vs + (g->m->cls ? (double)L0->points + pad : 0.0);
     if (need + (64 << 20) > (double)free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: the multigrid levels need %.3f GB, %.3f GB free of "
@@ -719,12 +789,13 @@ static int alloc_norms(cuda_mg *g, heat_error *err)
     return HEAT_OK;
 }
 
-int heat_cuda_mg_create(const heat_case *c, void *u, void *v, cudaStream_t stream,
+int heat_cuda_mg_create(const heat_case *c, void *u, void *v, int64_t rows, cudaStream_t stream,
                         const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err)
 {
     *out = nullptr;
     cuda_mg *g = new_cuda_mg(c, stream);
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
+    g->rows0 = (int)rows;
     int rc = heat_mg_build(c, cls, k, &g->m, err);
     if (!rc) rc = check_memory(g, err);
     if (!rc)
@@ -1120,7 +1191,9 @@ int heat_cuda_mg_mixed(cuda_mg *g, double rel, int *cycles, int *inner_out, doub
     *cycles = 0, *inner_out = 0, *sec = 0, *reduction = 0;
     const heat_mg *m = g->m;
     if (g->is_float || g->c.d.general || m->implicit || m->singular || g->point_l0) return HEAT_OK;
-    const long long np = m->lv[0].points;
+    /* the float level 0's buffers are laid out as the double's (the same
+     * plane stride): narrowed and widened value by value, pads included */
+    const long long np = (long long)g->ld[0].n[2] * mg_plane(g->ld[0]);
     heat_case cf = g->c;
     cf.solver.precision = HEAT_FLOAT;
     float *uf = nullptr, *vf = nullptr, *bf = nullptr;
@@ -1133,7 +1206,8 @@ int heat_cuda_mg_mixed(cuda_mg *g, double rel, int *cycles, int *inner_out, doub
     int rc = e == cudaSuccess
                  ? HEAT_OK
                  : heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
-    if (!rc) rc = heat_cuda_mg_create(&cf, uf, vf, g->stream, nullptr, nullptr, &gf, err);
+    if (!rc)
+        rc = heat_cuda_mg_create(&cf, uf, vf, g->ld[0].rows, g->stream, nullptr, nullptr, &gf, err);
     if (!rc) {
         /* the float hierarchy solves A e = r: its finest right-hand side is
          * the narrowed residual (held nodes keep a zero correction) */

@@ -28,17 +28,20 @@ static int ev_read(void *ctx, int n, double *ms, heat_error *err)
 int heat_cuda_mg_bench(cuda_mg *g, int runs, heat_mg_timing *t, heat_error *err)
 {
     const heat_mg_clock clock = {ev_mark, ev_read};
-    const size_t bytes = (size_t)g->m->lv[0].points * (g->is_float ? 4 : 8);
+    const size_t vs = g->is_float ? 4 : 8, bytes = (size_t)g->m->lv[0].points * vs;
+    /* the field's buffer, padded planes included (k_mg_impl.cuh's sz) */
+    const size_t held = g->is_float ? (size_t)g->lf[0].n[2] * (size_t)mg_plane(g->lf[0]) * vs
+                                    : (size_t)g->ld[0].n[2] * (size_t)mg_plane(g->ld[0]) * vs;
     void *field = g->is_float ? (void *)g->lf[0].x0 : (void *)g->ld[0].x0;
     /* the start field, for the mixed-precision solve below */
     void *start = nullptr;
-    MG_CUDA_CHECK(cudaMalloc(&start, bytes));
-    cudaError_t e = cudaMemcpy(start, field, bytes, cudaMemcpyDeviceToDevice);
+    MG_CUDA_CHECK(cudaMalloc(&start, held));
+    cudaError_t e = cudaMemcpy(start, field, held, cudaMemcpyDeviceToDevice);
     int rc = e == cudaSuccess
                  ? heat_mg_time_parts(g->m, &heat_cuda_mg_launch_ops, g, &clock, runs, t, err)
                  : heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
     if (!rc) {
-        e = cudaMemcpy(field, start, bytes, cudaMemcpyDeviceToDevice);
+        e = cudaMemcpy(field, start, held, cudaMemcpyDeviceToDevice);
         rc = e == cudaSuccess
                  ? heat_cuda_mg_mixed(g, 1e-10, &t->mixed_cycles, &t->mixed_inner, &t->mixed_s,
                                       &t->mixed_reduction, err)

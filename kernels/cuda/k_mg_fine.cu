@@ -339,7 +339,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
     const int ig = x0 + threadIdx.x * VX, j = p0 + threadIdx.y;
     const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
-    const long long sz = (long long)n0 * n1;
+    const long long sz = (long long)n0 * L.rows; /* mg_plane(L), from n0 */
     const T *x = PASS == P_SMOOTH && (sweep & 1) ? L.x1 : L.x0;
     T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
 
@@ -418,7 +418,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
     const int ig = x0 + threadIdx.x * VX, j = p0 + threadIdx.y;
     const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
-    const long long sz = (long long)n0 * n1;
+    const long long sz = (long long)n0 * L.rows; /* mg_plane(L), from n0 */
     const T *x = PASS == P_SMOOTH && (sweep & 1) ? L.x1 : L.x0;
     T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
 

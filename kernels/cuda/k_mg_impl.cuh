@@ -132,14 +132,21 @@ template <typename T> __device__ __forceinline__ unsigned long long abs_bits(T v
 
 template <typename T> struct mgd_level {
     int n[3];
-    T *x0, *x1, *b;           /* b NULL: zero */
-    const T *t[3], *dg;       /* coarse levels; dg NULL: zero */
+    int rows;           /* rows a plane of x0, x1, b: n[1], or more (the finest level's padding) */
+    T *x0, *x1, *b;     /* b NULL: zero */
+    const T *t[3], *dg; /* coarse levels; dg NULL: zero */
     const T *v[3], *ih[3];    /* axes */
     const int *pp[3], *pr[3]; /* prolongation (this level's nodes) and restriction tables */
     const T *wp[3], *wr[3];
     int held[3][2];
     T cheb[2 * HEAT_MG_SWEEPS][2];
 };
+
+/* The distance of L's planes in its arrays, in values. */
+template <typename T> __host__ __device__ __forceinline__ long long mg_plane(const mgd_level<T> &L)
+{
+    return (long long)L.n[0] * L.rows;
+}
 
 /* The finest level's tables and arrays. */
 template <typename T> struct mgd_fine {
@@ -193,6 +200,7 @@ struct cuda_mg {
     bool is_float;
     cudaStream_t stream;
     int sms;
+    int rows0; /* rows a plane of the field's buffers (heat_cuda_mg_create) */
     mgd_level<float> lf[HEAT_MG_LEVELS_MAX];
     mgd_level<double> ld[HEAT_MG_LEVELS_MAX];
     mgd_fine<float> ff;
