@@ -139,8 +139,14 @@ static void print_output(const heat_case *c)
     double mg = 0;
     heat_error err;
     if (heat_case_multigrid(c) && heat_mg_plan(c, &levels, &mg, &err) == HEAT_OK) {
-        /* the classes of a case with materials: a byte a node */
-        const double total = 2 * field + mg + (c->d.general ? (double)c->d.points : 0.0);
+        /* the classes of a case with materials: a byte a node; on the GPU
+         * the field's planes padded as the finest level's (mg.h) */
+        const double pad =
+            c->solver.backend == HEAT_BACKEND_CUDA
+                ? (double)heat_mg_gpu_rows(c->grid.n, heat_case_value_size(c)) / c->grid.n[1]
+                : 1.0;
+        const double total =
+            2 * field * pad + mg + (c->d.general ? (double)c->d.points * pad : 0.0);
         heat_cli_human_bytes(b1, sizeof b1, total);
         heat_cli_human_bytes(b2, sizeof b2, mg);
         printf("memory          %s on the device (two time levels of %s values, and %s for the "

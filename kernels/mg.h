@@ -273,10 +273,23 @@ void heat_mg_free(heat_mg *m);
  * finest level's two fields excluded): for memory checks and notices. */
 double heat_mg_bytes(const heat_mg *m, int vs);
 
+/* The rows a plane of the finest level's arrays holds on the GPU (the CUDA
+ * backend's field buffers of a multigrid case, which are that level,
+ * included) for a grid of n points and values of vs bytes: n[1], and where
+ * a plane is 2 MiB (512 x 512 doubles, 256 x 1024, 1024 x 512 floats...),
+ * n[1] / 64 more, rounded up (3D only), so that planes lie n[0] times that
+ * many values apart. With planes 2 MiB apart the ring of the finest sweeps
+ * reads 3.5% more from DRAM per node and the double sweeps take up to 3.6%
+ * longer; padded planes of 1 or 4 MiB were slower (docs/PERFORMANCE.md,
+ * "padded planes"). HEAT_CUDA_MG_PAD=r pads r rows in every 3D grid
+ * instead (0: none), for comparing and for the tests. */
+int64_t heat_mg_gpu_rows(const int64_t n[3], size_t vs);
+
 /* The hierarchy heat_mg_build would make for c, from its axes alone (no
  * per-node array, so cheap for any grid): its levels and its bytes as
  * heat_mg_bytes counts them (sources counted as present when the case has
- * any); what `heat check` says. */
+ * any; on the CUDA backend, the finest level's arrays with its padded
+ * planes, heat_mg_gpu_rows); what `heat check` says. */
 int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err);
 
 /* The same for rank `rank` of the split `ranks` (heat_mg_build_part): the

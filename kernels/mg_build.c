@@ -775,12 +775,12 @@ void heat_mg_free(heat_mg *m)
  * level and a mass term (D) on every level, and nc unknowns solved
  * directly (the finest level's two fields excluded). */
 static double hierarchy_bytes(const heat_mg *m, int implicit, int has_b0, int has_dg, int64_t nc,
-                              int vs)
+                              int vs, double fine_points)
 {
     /* The finest level: b (implicit: the step's right-hand side, the kept
      * field and the sources apart; steady: the sources), D. */
     double values = (implicit ? 2.0 : 0.0) + (has_b0 ? 1.0 : 0.0) + (has_dg ? 1.0 : 0.0);
-    values *= (double)m->lv[0].points;
+    values *= fine_points;
     for (int l = 1; l < m->levels; l++)
         values += (double)m->lv[l].points * (6.0 + (has_dg ? 1.0 : 0.0));
     return values * vs + (double)nc * (double)nc * vs;
@@ -788,7 +788,16 @@ static double hierarchy_bytes(const heat_mg *m, int implicit, int has_b0, int ha
 
 double heat_mg_bytes(const heat_mg *m, int vs)
 {
-    return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->nc, vs);
+    return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->nc, vs,
+                           (double)m->lv[0].points);
+}
+
+int64_t heat_mg_gpu_rows(const int64_t n[3], size_t vs)
+{
+    if (n[2] <= 1) return n[1];
+    const char *e = getenv("HEAT_CUDA_MG_PAD");
+    if (e && *e && atoll(e) >= 0) return n[1] + atoll(e);
+    return n[0] * n[1] * (int64_t)vs == 2 << 20 ? n[1] + (n[1] + 63) / 64 : n[1];
 }
 
 /* The levels as heat_mg_build adds them, axes only, into *out, and whether
@@ -818,9 +827,12 @@ int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err
     int rc = plan_axes(c, &m, &need_b, &need_d, err);
     if (rc) return rc;
     *levels = m->levels;
-    *bytes =
-        hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d, unknowns(&m->lv[m->levels - 1]),
-                        c->solver.precision == HEAT_FLOAT ? 4 : 8);
+    const size_t vs = heat_case_value_size(c);
+    const double fine = c->solver.backend == HEAT_BACKEND_CUDA
+                            ? (double)c->grid.n[0] * heat_mg_gpu_rows(c->grid.n, vs) * c->grid.n[2]
+                            : (double)m->lv[0].points;
+    *bytes = hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d,
+                             unknowns(&m->lv[m->levels - 1]), (int)vs, fine);
     heat_mg_free(m);
     return HEAT_OK;
 }

@@ -18,6 +18,10 @@
 #include "cuda_mg.h"
 #include "stencil.cuh"
 
+extern "C" {
+#include "mg.h"
+}
+
 static_assert(HEAT_CUDA_TEMPORAL_MAX == HEAT_TEMPORAL_BLOCK_MAX,
               "the kernels serve every depth the deck accepts");
 static_assert((int)HK_DIRICHLET == (int)HEAT_BC_DIRICHLET &&
@@ -48,7 +52,7 @@ typedef struct cuda_state {
     cudaEvent_t ev[4];
     size_t bytes; /* the field's values */
     /* The buffers' layout: planes of `plane` values `pitch` values apart
-     * (a multigrid case's rows padded, heat_cuda_mg_plane_rows; else
+     * (a multigrid case's rows padded, heat_mg_gpu_rows; else
      * pitch = plane),
      * so `held` bytes each. */
     long long plane, pitch, planes;
@@ -541,9 +545,8 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     /* a multigrid case's field is its finest level: planes padded */
     const long long plane = (long long)c->grid.n[0] * c->grid.n[1];
     const long long pitch =
-        heat_case_multigrid(c)
-            ? c->grid.n[0] * heat_cuda_mg_plane_rows(c->grid.n, heat_case_value_size(c))
-            : plane;
+        heat_case_multigrid(c) ? c->grid.n[0] * heat_mg_gpu_rows(c->grid.n, heat_case_value_size(c))
+                               : plane;
     const size_t held = (size_t)c->grid.n[2] * (size_t)pitch * heat_case_value_size(c);
     int dev = 0;
     HEAT_CUDA_CHECK(cudaGetDevice(&dev));

@@ -13,20 +13,8 @@ extern "C" {
 
 typedef struct cuda_mg cuda_mg;
 
-/* The rows a plane of the field holds in the buffers of a multigrid case
- * (the finest level's arrays) for a grid of n points and values of vs
- * bytes: n[1], and where a plane is 2 MiB (512 x 512 doubles, 256 x 1024,
- * 1024 x 512 floats...), n[1] / 64 more, rounded up (3D only), so that
- * planes lie n[0] times that many values apart. With planes 2 MiB apart the
- * ring of the finest sweeps reads 3.5% more from DRAM per node and the
- * double sweeps take up to 3.6% longer; padded planes of 1 or 4 MiB were
- * slower (docs/PERFORMANCE.md, "the plane stride"). HEAT_CUDA_MG_PAD=r
- * pads r rows in every 3D grid instead (0: none), for comparing and for
- * the tests. */
-int64_t heat_cuda_mg_plane_rows(const int64_t n[3], size_t vs);
-
 /* The hierarchy of the case over the field's two device buffers u (the
- * field) and v, their planes `rows` rows apart (heat_cuda_mg_plane_rows),
+ * field) and v, their planes `rows` rows apart (heat_mg_gpu_rows),
  * its kernels on `stream`; cls and k: the classes of the grid on the host
  * and their tables (NULL for a case that is not general). HEAT_EINPUT for
  * a singular problem that does not balance (mg.h), HEAT_ERUNTIME when

@@ -551,14 +551,6 @@ static const heat_mg_ops graph_ops = {op_smooth, op_restrict, op_coarse, op_prol
 
 /* ---- setup --------------------------------------------------------------------------- */
 
-int64_t heat_cuda_mg_plane_rows(const int64_t n[3], size_t vs)
-{
-    if (n[2] <= 1) return n[1];
-    const char *e = getenv("HEAT_CUDA_MG_PAD");
-    if (e && *e && atoll(e) >= 0) return n[1] + atoll(e);
-    return n[0] * n[1] * (int64_t)vs == 2 << 20 ? n[1] + (n[1] + 63) / 64 : n[1];
-}
-
 /* Device memory owned by g: n values of the precision T from doubles
  * (NULL stays NULL), ints from int64, zeros. */
 template <typename T>
