@@ -39,7 +39,7 @@
 static const char usage_bench[] =
     "usage: heat bench [--backend cpu|cuda|all] [--kernel NAME|all] [--size NXxNYxNZ]...\n"
     "                  [--precision float|double|both] [--temporal K[,K...]] [--runs N]\n"
-    "                  [--steps N] [--materials] [--json FILE]\n"
+    "                  [--steps N] [--materials] [--material-blocks N] [--json FILE]\n"
     "       heat bench --multigrid [...]   (one V-cycle per level; see --multigrid --help)\n"
     "\n"
     "Times the stencil sweep on random data against a copy of the same size (the\n"
@@ -77,6 +77,8 @@ static const char usage_bench[] =
     "                    (4 with a heat source), one drawn at random for every node;\n"
     "                    GB/s and % copy then count the class byte each update reads\n"
     "                    (2 * sizeof(value) + 1 bytes); one process only\n"
+    "  --material-blocks N  --materials with the classes drawn per cube of N x N x N\n"
+    "                    nodes (region maps) instead of per node (1 to 4096)\n"
     "  --json FILE       also write the table as JSON (with the machine and the ceiling)\n"
     "  --help            this text\n"
     "\n"
@@ -95,7 +97,7 @@ typedef struct bench_row {
     char backend[64], kernel[32], precision[8];
     int64_t n[3];
     int k;         /* solver.temporal_block: time steps fused per pass */
-    int materials; /* the variable-coefficient update (--materials) */
+    int materials; /* the variable-coefficient update (--materials): the classes' cube side */
     int steps, runs;
     double ms_per_step, glups, gbps, copy_gbps, percent;
     char check[32]; /* "exact", a relative difference, or "-" (the reference itself) */
@@ -227,8 +229,10 @@ static int bench_case(const int64_t n[3], const char *precision, const char *bac
 }
 
 /* The classes of a --materials row: 8 (material i % 4, a source of
- * 1e6 W/m^3 for i >= 4), one at random per node, and their tables. */
-static int bench_classes(const heat_case *c, uint8_t **cls, heat_coeffs *k, heat_error *err)
+ * 1e6 W/m^3 for i >= 4), one at random per node or, with block > 1, per
+ * cube of block^3 nodes, and their tables. */
+static int bench_classes(const heat_case *c, int block, uint8_t **cls, heat_coeffs *k,
+                         heat_error *err)
 {
     heat_classes t = {0};
     t.count = 8;
@@ -237,10 +241,25 @@ static int bench_classes(const heat_case *c, uint8_t **cls, heat_coeffs *k, heat
     if (!(*cls = malloc((size_t)c->d.points)))
         return heat_error_set(err, HEAT_ERUNTIME, "cannot allocate the classes");
     uint64_t state = 0xc1a55;
-    for (int64_t i = 0; i < c->d.points; i++) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        (*cls)[i] = (uint8_t)(state >> 61);
+    const int64_t B = block;
+    const int64_t nb[3] = {(c->grid.n[0] + B - 1) / B, (c->grid.n[1] + B - 1) / B,
+                           (c->grid.n[2] + B - 1) / B};
+    uint8_t *blk = malloc((size_t)(nb[0] * nb[1] * nb[2]));
+    if (!blk) {
+        free(*cls);
+        *cls = NULL;
+        return heat_error_set(err, HEAT_ERUNTIME, "cannot allocate the classes");
     }
+    for (int64_t i = 0; i < nb[0] * nb[1] * nb[2]; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        blk[i] = (uint8_t)(state >> 61);
+    }
+    for (int64_t i = 0; i < c->d.points; i++) {
+        const int64_t x = i % c->grid.n[0], y = i / c->grid.n[0] % c->grid.n[1],
+                      z = i / (c->grid.n[0] * c->grid.n[1]);
+        (*cls)[i] = blk[(z / B * nb[1] + y / B) * nb[0] + x / B];
+    }
+    free(blk);
     return heat_case_coeffs(c, &t, k, err);
 }
 
@@ -360,7 +379,7 @@ static int bench_one(const int64_t n[3], const char *precision, const char *back
     }
     fill_random(a, c.d.points, vs, 0x5eed);
     if ((rc = heat_backend_create(&c, NULL, &be, err))) goto out;
-    if (materials && ((rc = bench_classes(&c, &cls, &coeffs, err)) ||
+    if (materials && ((rc = bench_classes(&c, materials, &cls, &coeffs, err)) ||
                       (rc = heat_backend_set_classes(be, cls, &coeffs, err))))
         goto out;
     if (gpu && (rc = check_against_cpu(&c, be, a, cls, &coeffs, row, err))) goto out;
@@ -498,10 +517,16 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
         return 0;
     }
     if (!strcmp(s, "--materials")) {
-        o->materials = 1;
+        if (!o->materials) o->materials = 1;
         return 1;
     }
     if (!v) goto unknown;
+    if (!strcmp(s, "--material-blocks")) {
+        const long n = bench_int(s, v, 1, 4096);
+        if (n < 0) return -1;
+        o->materials = (int)n;
+        return 2;
+    }
     if (!strcmp(s, "--size")) {
         if (o->nsizes == MAX_SIZES || parse_size(v, o->sizes[o->nsizes])) {
             fprintf(stderr,
@@ -659,9 +684,14 @@ int heat_cmd_bench(int argc, char **argv)
     if (o.want_cuda) heat_backend_gpu_name(gpu_name, sizeof gpu_name);
     printf("heat bench: %s, %d OpenMP thread%s%s%s; median of %d runs\n", machine, threads,
            threads == 1 ? "" : "s", gpu_name[0] ? "; GPU " : "", gpu_name, o.runs);
-    if (o.materials)
+    if (o.materials == 1)
         printf("materials: 4 materials and 8 classes (4 with a heat source) at random per node; "
                "GB/s counts 2 * sizeof(value) + 1 bytes per update (the class byte)\n");
+    else if (o.materials > 1)
+        printf("materials: 4 materials and 8 classes (4 with a heat source), one at random per "
+               "cube of %d^3 nodes; GB/s counts 2 * sizeof(value) + 1 bytes per update (the "
+               "class byte)\n",
+               o.materials);
     const int ranks = heat_par_size(heat_par_world());
     if (ranks > 1)
         printf("under MPI: %d ranks, each row's grid split as a run would split it; halo columns: "

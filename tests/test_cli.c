@@ -745,7 +745,8 @@ static void expect_bench_json(const char *dir)
     assert_int_equal(k1_rows, 4);
 }
 
-/* Bad --size, --runs and --temporal: exit 2 before anything is timed. */
+/* Bad --size, --runs, --material-blocks and --temporal: exit 2 before
+ * anything is timed. */
 static void bench_refuses_bad_options(const char *dir)
 {
     result r;
@@ -756,6 +757,10 @@ static void bench_refuses_bad_options(const char *dir)
     heat(&r, dir, "bench", "--runs", "1", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--runs 1");
+    result_free(&r);
+    heat(&r, dir, "bench", "--material-blocks", "0", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--material-blocks 0: expected an integer from 1 to 4096");
     result_free(&r);
     /* --temporal: each k from 1 to 8, refused before anything is timed. */
     const char *bad_k[][2] = {{"0", "--temporal 0: "},
@@ -790,6 +795,13 @@ static void test_bench(void **state)
     expect_bench_table(r.out);
     result_free(&r);
     expect_bench_json(dir);
+    /* classes per cube of 4^3 nodes: the rows as with --materials */
+    heat(&r, dir, "bench", "--backend", "cpu", "--size", "20x12x7", "--runs", "3", "--steps", "1",
+         "--material-blocks", "4", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "one at random per cube of 4^3 nodes");
+    EXPECT_OUT(&r, "20x12x7");
+    result_free(&r);
     bench_refuses_bad_options(dir);
 }
 
