@@ -52,9 +52,8 @@ typedef struct cuda_state {
     cudaEvent_t ev[4];
     size_t bytes; /* the field's values */
     /* The buffers' layout: planes of `plane` values `pitch` values apart
-     * (a multigrid case's rows padded, heat_mg_gpu_rows; else
-     * pitch = plane),
-     * so `held` bytes each. */
+     * (pitch = plane but in a multigrid case whose rows are padded,
+     * heat_mg_gpu_rows), so `held` bytes each. */
     long long plane, pitch, planes;
     size_t held;
     int three_d;

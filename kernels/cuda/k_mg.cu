@@ -569,7 +569,7 @@ static int dev_values(cuda_mg *g, const double *src, int64_t n, const T **out, h
 }
 
 /* As dev_values for values per node of the level of n nodes whose planes
- * are sz apart (the finest, mgd_level::sz), laid out so: zeros between the
+ * are sz apart (the finest: mg_plane), laid out so: zeros between the
  * planes. D the device's type (the precision, or bytes), S the host's. */
 template <typename D, typename S>
 static int dev_planes(cuda_mg *g, const int n[3], long long sz, const S *src, const D **out,
