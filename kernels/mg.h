@@ -273,6 +273,10 @@ void heat_mg_free(heat_mg *m);
  * finest level's two fields excluded): for memory checks and notices. */
 double heat_mg_bytes(const heat_mg *m, int vs);
 
+/* As heat_mg_bytes with the finest level's arrays in planes of rows0 rows
+ * (heat_mg_gpu_rows; its box's n[1] for none). */
+double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rows0);
+
 /* The rows a plane of the finest level's arrays holds on the GPU (the CUDA
  * backend's field buffers of a multigrid case, which are that level,
  * included) for a grid of n points and values of vs bytes: n[1], and where

@@ -788,8 +788,14 @@ static double hierarchy_bytes(const heat_mg *m, int implicit, int has_b0, int ha
 
 double heat_mg_bytes(const heat_mg *m, int vs)
 {
+    return heat_mg_bytes_rows(m, vs, m->lv[0].bn[1]);
+}
+
+double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rows0)
+{
+    const heat_mg_level *L0 = &m->lv[0];
     return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->nc, vs,
-                           (double)m->lv[0].points);
+                           (double)L0->points / (double)L0->bn[1] * (double)rows0);
 }
 
 int64_t heat_mg_gpu_rows(const int64_t n[3], size_t vs)

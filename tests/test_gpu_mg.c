@@ -188,7 +188,7 @@ static void test_steady_cycles(void **state)
      * level), 2D with rows of a multiple of 4 (groups of 16 bytes), 3D
      * with such rows, x periodic, and fewer rows than a tile has, and a
      * grid small enough to be the coarsest level itself (solved directly,
-     * its planes padded as every finest level's: cuda_mg.h) */
+     * its planes padded under test_padded_planes) */
     static const char *const shapes[4][3] = {{"grid.points=[37, 29, 21]"},
                                              {"grid.points=[100, 65, 1]"},
                                              {"grid.points=[48, 7, 33]",
@@ -261,10 +261,10 @@ static void test_singular(void **state)
     compare(&s, 3, 2, 1e-12, "singular, double");
 }
 
-/* Every case above again with the finest level's planes 3 rows apart
- * more than a plane has (in 3D; the field's buffers, the level's arrays, the
- * upload and download), as grids whose planes are a multiple of 2 MiB get
- * them (cuda_mg.h). */
+/* Every case above again with the finest level's planes padded by 3 rows
+ * (in 3D: the field's buffers, the level's arrays, the upload, download and
+ * probes), as grids whose planes are 2 MiB get them (heat_mg_gpu_rows,
+ * kernels/mg.h). */
 static void test_padded_planes(void **state)
 {
     assert_int_equal(setenv("HEAT_CUDA_MG_PAD", "3", 1), 0);

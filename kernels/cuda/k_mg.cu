@@ -739,12 +739,11 @@ static int check_memory(const cuda_mg *g, heat_error *err)
     size_t free_b = 0, total_b = 0;
     MG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const heat_mg_level *L0 = &g->m->lv[0];
-    const int vs = g->is_float ? 4 : 8;
-    /* level 0's arrays besides the field (b, its mass and sources, the
-     * implicit steps' copy, the classes) between padded planes */
-    const double pad = g->tail ? 0.0 : (double)L0->n[2] * L0->n[0] * (double)(g->rows0 - L0->n[1]);
-    const double need =
-        heat_mg_bytes(g->m, vs) + 4.0 * pad * vs + (g->m->cls ? (double)L0->points + pad : 0.0);
+    /* level 0's arrays (and classes) in the field's padded planes; a split
+     * run's level 0 is a box of its own, unpadded */
+    const int64_t rows0 = g->tail ? L0->bn[1] : g->rows0;
+    const double need = heat_mg_bytes_rows(g->m, g->is_float ? 4 : 8, rows0) +
+                        (g->m->cls ? (double)L0->points / (double)L0->bn[1] * (double)rows0 : 0.0);
     if (need + (64 << 20) > (double)free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: the multigrid levels need %.3f GB, %.3f GB free of "

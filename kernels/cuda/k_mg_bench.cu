@@ -29,9 +29,9 @@ int heat_cuda_mg_bench(cuda_mg *g, int runs, heat_mg_timing *t, heat_error *err)
 {
     const heat_mg_clock clock = {ev_mark, ev_read};
     const size_t vs = g->is_float ? 4 : 8, bytes = (size_t)g->m->lv[0].points * vs;
-    /* the field's buffer, padded planes included (k_mg_impl.cuh's sz) */
-    const size_t held = g->is_float ? (size_t)g->lf[0].n[2] * (size_t)mg_plane(g->lf[0]) * vs
-                                    : (size_t)g->ld[0].n[2] * (size_t)mg_plane(g->ld[0]) * vs;
+    /* the field's buffer, padded planes included (mg_plane) */
+    const long long plane = g->is_float ? mg_plane(g->lf[0]) : mg_plane(g->ld[0]);
+    const size_t held = (size_t)g->m->lv[0].n[2] * (size_t)plane * vs;
     void *field = g->is_float ? (void *)g->lf[0].x0 : (void *)g->ld[0].x0;
     /* the start field, for the mixed-precision solve below */
     void *start = nullptr;
