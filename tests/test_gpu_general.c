@@ -317,6 +317,22 @@ static void test_temporal_every_face_kind(void **state)
     assert_int_equal(every_face_kind(sizes, COUNT(sizes), fused, COUNT(fused), 23), 0);
 }
 
+/* register_tiled's two 3D kernels for float with staged weights: the lean
+ * one (the default) and gregister_kernel (HEAT_CUDA_GR_LEAN=0, which double
+ * always runs), every face kind, on grids whose tiles take one run of
+ * planes and several (70 planes: runs of 18). */
+static void test_both_3d_kernels(void **state)
+{
+    (void)state;
+    const int64_t sizes[][3] = {{36, 11, 9}, {33, 17, 70}};
+    const variant v[] = {{"register_tiled", 1}};
+    int failures = every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
+    assert_int_equal(setenv("HEAT_CUDA_GR_LEAN", "0", 1), 0);
+    failures += every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
+    unsetenv("HEAT_CUDA_GR_LEAN");
+    assert_int_equal(failures, 0);
+}
+
 /* Sizes that end tiles, windows and vector groups anywhere. */
 static void test_awkward_sizes(void **state)
 {
@@ -575,6 +591,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_face_kind),
         cmocka_unit_test(test_temporal_every_face_kind),
+        cmocka_unit_test(test_both_3d_kernels),
         cmocka_unit_test(test_awkward_sizes),
         cmocka_unit_test(test_many_materials),
         cmocka_unit_test(test_nan_reaches_the_residual),

@@ -117,6 +117,47 @@ int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm)
     return chunk < 1 ? 1 : chunk;
 }
 
+/* Planes per block run where a tile's run should fill the resident slots
+ * rather than stop at one run per tile: the number of runs r a tile takes
+ * (1 to 16, runs of at least 16 planes where the grid has them) that
+ * maximizes the share of the slots busy over whole waves, tiles r / slots
+ * over its ceiling, times the share of planes loaded that are updated,
+ * run / (run + 2). At 512^3 with 256 tiles for 396 slots (the lean
+ * materials kernel, 3 blocks per multiprocessor) this takes 3 runs of 171
+ * planes, 1.94 waves, where heat_cuda_wchunk takes one of 512 and leaves a
+ * third of the slots empty. HEAT_CUDA_WCHUNK sets the run length directly. */
+int heat_cuda_wchunk_fill(long long tiles, int nw, int blocks_per_sm)
+{
+    static int sms = 0, forced = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 1;
+        forced = env_int("HEAT_CUDA_WCHUNK", 0);
+    }
+    int chunk = nw;
+    if (forced) {
+        chunk = forced;
+    } else {
+        const double slots = (double)sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+        const int least = nw < 16 ? nw : 16;
+        double best = -1;
+        for (int r = 1; r <= 16; r++) {
+            const int c = (nw + r - 1) / r;
+            if (c < least) break;
+            const double runs = (double)((nw + c - 1) / c);
+            const double waves = (double)(tiles > 0 ? tiles : 1) * runs / slots;
+            const double eff = waves / ceil(waves) * c / (c + 2.0);
+            if (eff > best + 1e-9) best = eff, chunk = c;
+        }
+    }
+    int least = (nw + 65534) / 65535;
+    if (chunk < least) chunk = least;
+    if (chunk > nw) chunk = nw;
+    return chunk < 1 ? 1 : chunk;
+}
+
 /* A face's code in the kernels: Neumann, flux and convective faces are all
  * mirrored (HK_NEUMANN); the general kernels tell them apart by their
  * tables. */

@@ -17,12 +17,13 @@
  * update, the lookups of q and of its six face weights (an add and a load
  * each) in the staged tables.
  *
- * What bounds it (Nsight Compute, 512^3 float, docs/PERFORMANCE.md): 84
- * instructions per node (105 before the plane before the centre left the
- * registers and the face flags were packed into one word), the thread at
- * about 118 of the 128 registers that two blocks per multiprocessor allow,
- * and the latency that 16 warps per multiprocessor leave exposed: waits on
- * shared-memory loads, on the loads of the plane after next, at the barrier.
+ * What bounds it (docs/PERFORMANCE.md): warps resident per multiprocessor,
+ * not instructions. Removing every table lookup and the class stream (28%
+ * of the instructions) made it 3% faster; the thread needs about 113
+ * registers, so two blocks (16 warps) fit a multiprocessor, and the uniform
+ * kernel held to 16 warps loses as much (92% of copy -> 78%). So 3D float
+ * with the weights staged runs glean_kernel below, the same scheme in 80
+ * registers at 3 blocks (24 warps).
  *
  * Boundaries as in k_register.cu: loads map indices through the faces
  * (periodic wrap, mirrored node on a Neumann, flux or convective face), so
@@ -33,6 +34,7 @@
  */
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "general.cuh"
 
@@ -386,6 +388,289 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     if (RES) hk_block_max(m, a.resid);
 }
 
+/* The lean 3D variant, for 3 blocks per multiprocessor: the streaming
+ * scheme of gregister_kernel (same tile, same loads two planes ahead, the
+ * plane before the centre from the other shared half, the same arithmetic
+ * in the same order), with fewer registers live. Materials travel as
+ * bytes, one per node, packed VX to a word, in registers and in the shared
+ * plane (one 4-byte access a group where gregister_kernel moves VX ints),
+ * and are extracted where a lookup uses them (a byte permute and an
+ * address per weight, against an add); each node's update is computed whole
+ * before the next, so no arrays of differences live across the face
+ * branch. Float with staged weights: 80 registers, no spill (113 for
+ * gregister_kernel), so 24 warps a multiprocessor instead of 16. */
+template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
+__global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general_args<T> a)
+{
+    static_assert(BXT % 32 == 0, "a tile row is whole warps");
+    static_assert(BXT * BP >= 2 * BXT + 2 * BP, "one thread per halo load");
+    constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX;
+    constexpr unsigned TS = sizeof(T);
+    __shared__ __align__(16) T sm[2][ROWS][RS];
+    __shared__ __align__(16) uint8_t smb[2][ROWS][RS]; /* the plane's materials */
+    extern __shared__ __align__(16) unsigned char hg_smem[];
+    const hg_tab<T> tab = hg_stage<T, WSH>(a, hg_smem);
+    const uint8_t *const tmat = tab.mat;
+    const unsigned char *const tq = reinterpret_cast<const unsigned char *>(tab.q);
+    const unsigned char *const tw = reinterpret_cast<const unsigned char *>(tab.w);
+    const unsigned R = (unsigned)a.nmat * TS, A = (unsigned)a.nmat * R;
+    auto W = [&](const unsigned char *p) -> T {
+        if (WSH) return *reinterpret_cast<const T *>(p);
+        return __ldg(reinterpret_cast<const T *>(p));
+    };
+
+    const int tx = threadIdx.x, tp = threadIdx.y, tid = tx + BXT * tp, lane = tid & 31;
+    const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
+    const int ig = x0 + tx * VX, j = p0 + tp;
+    const long long rowoff = (long long)hk_map(j, a.np, a.bp) * a.sp;
+    const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
+    const bool full = ig + VX <= a.nx;
+    const int col = VX + tx * VX;
+
+    auto load_group_at = [&](long long woff, hg_vec<T, VX> &g, unsigned &gc) {
+        const long long off = woff + rowoff;
+        if (full) {
+            g = vload<T, VX>(a.u + off + ig);
+            gc = hg_load_bytes<VX>(a.cls + off + ig);
+        } else {
+            gc = 0;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int i = hk_map(ig + e, a.nx, a.bx);
+                g.v[e] = a.u[off + i];
+                gc |= (unsigned)a.cls[off + i] << (8 * e);
+            }
+        }
+    };
+    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) {
+        load_group_at((long long)hk_map(w, a.nw, a.bw) * a.sw, g, gc);
+    };
+
+    int hrole = 0, hrow = 0, hcol = 0, hx = 0;
+    long long hoff = 0;
+    bool hfull = false;
+    if (tid < 2 * BXT) {
+        const int r = tid / BXT, g = tid % BXT;
+        hrole = 1;
+        hrow = r ? ROWS - 1 : 0;
+        hcol = VX + g * VX;
+        hoff = (long long)hk_map(r ? p0 + BP : p0 - 1, a.np, a.bp) * a.sp;
+        hx = x0 + g * VX;
+        hfull = hx + VX <= a.nx;
+    } else {
+        const int t = tid - 2 * BXT;
+        if (t >= 0 && t < 2 * BP) {
+            const int r = t / 2, side = t % 2;
+            hrole = 2;
+            hrow = r + 1;
+            hcol = side ? VX + BX : VX - 1;
+            hoff = (long long)hk_map(p0 + r, a.np, a.bp) * a.sp;
+            hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
+        }
+    }
+    auto load_halo_at = [&](long long woff, hg_vec<T, VX> &h, unsigned &hc) {
+        const long long off = woff + hoff;
+        if (hrole == 1) {
+            if (hfull) {
+                h = vload<T, VX>(a.u + off + hx);
+                hc = hg_load_bytes<VX>(a.cls + off + hx);
+            } else {
+                hc = 0;
+#pragma unroll
+                for (int e = 0; e < VX; e++) {
+                    const int i = hk_map(hx + e, a.nx, a.bx);
+                    h.v[e] = a.u[off + i];
+                    hc |= (unsigned)a.cls[off + i] << (8 * e);
+                }
+            }
+        } else if (hrole == 2) {
+            h.v[0] = a.u[off + hx];
+            hc = a.cls[off + hx];
+        }
+    };
+    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) {
+        load_halo_at((long long)hk_map(w, a.nw, a.bw) * a.sw, h, hc);
+    };
+    /* A plane's values and materials (packed) into shared half b. */
+    auto store_plane = [&](int b, const hg_vec<T, VX> &g, unsigned gm, const hg_vec<T, VX> &h,
+                           unsigned hc) {
+        vstore<T, VX>(&sm[b][tp + 1][col], g);
+        hg_store_bytes<VX>(&smb[b][tp + 1][col], gm);
+        if (hrole == 1) {
+            vstore<T, VX>(&sm[b][hrow][hcol], h);
+            hg_store_bytes<VX>(&smb[b][hrow][hcol], hg_mats<VX>(tmat, hc));
+        } else if (hrole == 2) {
+            sm[b][hrow][hcol] = h.v[0];
+            smb[b][hrow][hcol] = tmat[hc & 0xffu];
+        }
+    };
+
+    const bool row_active = j < a.np && !hk_held(j, a.np, a.bp);
+    unsigned fl = 0; /* as gregister_kernel's */
+#pragma unroll
+    for (int e = 0; e < VX; e++) {
+        const int i = ig + e;
+        fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
+        fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
+        fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
+    }
+    fl |= (unsigned)(j == 0 && a.bp[0] == HK_NEUMANN) << 8;
+    fl |= (unsigned)(j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
+    fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
+    fl |= (unsigned)row_active << 17;
+    asm volatile("" : "+r"(fl));
+
+    __syncthreads(); /* the staged tables */
+    unsigned long long m = 0;
+    hg_vec<T, VX> cur, nxt, nn, hcur, hnext, hnn;
+    unsigned ccur, cnxt, cnn = 0, hccur, hcnext = 0, hcnn = 0, mwc;
+    {
+        hg_vec<T, VX> prev;
+        unsigned cprev;
+        load_group(w0 - 1, prev, cprev);
+        load_group(w0, cur, ccur);
+        load_group(w0 + 1, nxt, cnxt);
+        load_halo(w0, hcur, hccur);
+        if (w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
+        mwc = hg_mats<VX>(tmat, ccur);
+        vstore<T, VX>(&sm[1][tp + 1][col], prev);
+        hg_store_bytes<VX>(&smb[1][tp + 1][col], hg_mats<VX>(tmat, cprev));
+        store_plane(0, cur, mwc, hcur, hccur);
+    }
+    __syncthreads();
+
+    long long noff = (long long)(w0 + 2) * a.sw;
+    T *outp = a.out + (long long)w0 * a.sw + (long long)j * a.sp + ig;
+    for (int w = w0; w < w1; w++, outp += a.sw, noff += a.sw) {
+        const int b = (w - w0) & 1;
+        if (w + 1 < w1) {
+            const long long off = w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
+            load_group_at(off, nn, cnn);
+            if (w + 2 < w1) load_halo_at(off, hnn, hcnn);
+        }
+        const unsigned mwn = hg_mats<VX>(tmat, cnxt);
+
+        T left = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1);
+        T right = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
+        if (lane == 0) left = sm[b][tp + 1][col - 1];
+        if (lane == 31) right = sm[b][tp + 1][col + VX];
+
+        const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
+        if ((fl >> 17 & 1) && !(wedge && hk_held(w, a.nw, a.bw))) {
+            const hg_vec<T, VX> prev = vload<T, VX>(&sm[b ^ 1][tp + 1][col]);
+            const hg_vec<T, VX> pm = vload<T, VX>(&sm[b][tp][col]);
+            const hg_vec<T, VX> pp = vload<T, VX>(&sm[b][tp + 2][col]);
+            const unsigned mwp = hg_load_bytes<VX>(&smb[b ^ 1][tp + 1][col]);
+            const unsigned mpm = hg_load_bytes<VX>(&smb[b][tp][col]);
+            const unsigned mpp = hg_load_bytes<VX>(&smb[b][tp + 2][col]);
+            unsigned mleft = (unsigned)hg_byte(__shfl_up_sync(0xffffffffu, mwc, 1), VX - 1);
+            unsigned mright = (unsigned)hg_byte(__shfl_down_sync(0xffffffffu, mwc, 1), 0);
+            if (lane == 0) mleft = smb[b][tp + 1][col - 1];
+            if (lane == 31) mright = smb[b][tp + 1][col + VX];
+            const bool wglo = wedge && w == 0 && a.bw[0] == HK_NEUMANN;
+            const bool wghi = wedge && w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
+            const bool face = (fl & (0xffu | 0x300u)) || wglo || wghi;
+            hg_vec<T, VX> v;
+            /* One node whole: its differences (the ghosts' formulas on a
+             * mirrored face), then hg_point's arithmetic in its order. */
+            auto node = [&](auto onface, int e) {
+                constexpr bool F = decltype(onface)::value;
+                const T c = cur.v[e];
+                const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : left;
+                const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : right;
+                T dxm = xm - c, dxp = xp - c, dpm = pm.v[e] - c, dpp = pp.v[e] - c;
+                T dwm = prev.v[e] - c, dwp = nxt.v[e] - c;
+                const unsigned mc = (unsigned)hg_byte(mwc, e);
+                if (F) {
+                    if (fl >> e & 1) dxm = hg_ghost(a, HG_FXLO, (int)mc, xm, c);
+                    if (fl >> (4 + e) & 1) dxp = hg_ghost(a, HG_FXHI, (int)mc, xp, c);
+                    if (fl >> 8 & 1) dpm = hg_ghost(a, HG_FPLO, (int)mc, pm.v[e], c);
+                    if (fl >> 9 & 1) dpp = hg_ghost(a, HG_FPHI, (int)mc, pp.v[e], c);
+                    if (wglo) dwm = hg_ghost(a, HG_FWLO, (int)mc, prev.v[e], c);
+                    if (wghi) dwp = hg_ghost(a, HG_FWHI, (int)mc, nxt.v[e], c);
+                }
+                const unsigned char *wx = tw + mc * R, *wp = wx + A, *ww = wp + A;
+                const unsigned bxm = e > 0 ? (unsigned)hg_byte(mwc, e > 0 ? e - 1 : 0) : mleft;
+                const unsigned bxp = e < VX - 1 ? (unsigned)hg_byte(mwc, e < VX - 1 ? e + 1 : 0) : mright;
+                T s = W(wx + bxm * TS) * dxm + W(wx + bxp * TS) * dxp;
+                s = s + (W(wp + (unsigned)hg_byte(mpm, e) * TS) * dpm +
+                         W(wp + (unsigned)hg_byte(mpp, e) * TS) * dpp);
+                s = s + (W(ww + (unsigned)hg_byte(mwp, e) * TS) * dwm +
+                         W(ww + (unsigned)hg_byte(mwn, e) * TS) * dwp);
+                const T q = *reinterpret_cast<const T *>(tq + (unsigned)hg_byte(ccur, e) * TS);
+                v.v[e] = c + (s + q);
+            };
+            if (face) {
+#pragma unroll
+                for (int e = 0; e < VX; e++) node(std::true_type(), e);
+            } else {
+#pragma unroll
+                for (int e = 0; e < VX; e++) node(std::false_type(), e);
+            }
+            if (fl >> 16 & 1) {
+                vstore<T, VX>(outp, v);
+                if (RES) {
+#pragma unroll
+                    for (int e = 0; e < VX; e++) {
+                        unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
+                        m = d > m ? d : m;
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < VX; e++) {
+                    if (fl >> (12 + e) & 1) {
+                        outp[e] = v.v[e];
+                        if (RES) {
+                            unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
+                            m = d > m ? d : m;
+                        }
+                    }
+                }
+            }
+        }
+        if (w + 1 < w1) store_plane(b ^ 1, nxt, mwn, hnext, hcnext);
+        __syncthreads();
+        cur = nxt;
+        nxt = nn;
+        hnext = hnn;
+        ccur = cnxt;
+        cnxt = cnn;
+        hcnext = hcnn;
+        mwc = mwn;
+    }
+    if (RES) hk_block_max(m, a.resid);
+}
+
+/* Launches the lean kernel: runs of planes that fill the resident blocks
+ * (heat_cuda_wchunk_fill: at 512^3, 256 tiles for 396 slots, one run a tile
+ * left a third of the slots empty and the kernel at 16 warps a
+ * multiprocessor). */
+template <typename T, int VX, int BXT, int BP, int MINB, bool WSH>
+static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stream)
+{
+    const size_t sh = hg_stage_bytes<T>(a.nmat, WSH);
+    static int blocks_per_sm = 0;
+    static size_t asked = 0;
+    if (!blocks_per_sm || asked != sh) {
+        cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm, glean_kernel<T, false, VX, BXT, BP, MINB, WSH>, BXT * BP, sh);
+        if (e != cudaSuccess) return e;
+        if (blocks_per_sm < 1) blocks_per_sm = 1;
+        asked = sh;
+    }
+    constexpr int BX = BXT * VX;
+    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
+    heat_general_args<T> b = a;
+    b.wchunk = heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm);
+    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
+    if (a.resid)
+        glean_kernel<T, true, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+    else
+        glean_kernel<T, false, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+    return cudaGetLastError();
+}
+
 /* Launches one instantiation: the tile, the run of planes per block (about
  * one wave of resident blocks, as k_register.cu), the staged tables. */
 template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool WSH>
@@ -415,15 +700,31 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
     return cudaGetLastError();
 }
 
-/* 3D: 64 x 4 threads (the uniform kernel's tile), 2 blocks per
- * multiprocessor: 128 registers a thread, so the classes and materials
- * beside the values spill nothing (3 blocks spilled and ran at 48% of copy
- * instead of 71%; the other shapes measured are in docs/PERFORMANCE.md);
- * 2D: rows of 128 threads. */
+/* Whether 3D float with staged weights runs the lean kernel (the default;
+ * HEAT_CUDA_GR_LEAN=0 runs gregister_kernel instead, for comparison and so
+ * that the tests cover both). Read on every launch. */
+static bool lean_on(void)
+{
+    const char *s = getenv("HEAT_CUDA_GR_LEAN");
+    return !s || !*s || atoi(s) != 0;
+}
+
+/* 3D: 64 x 4 threads (the uniform kernel's tile). Float with the weights
+ * staged: the lean kernel at 3 blocks per multiprocessor (80 registers, no
+ * spill; 24 warps where the grid fills them: 5.7% faster than
+ * gregister_kernel at 512^3). Otherwise gregister_kernel at 2 blocks (128
+ * registers: the lean kernel spills 32 to 40 bytes in double at 3 blocks
+ * and ran 3% slower; 3 blocks of gregister_kernel spilled and ran at 48% of
+ * copy instead of 71%; the other shapes measured are in
+ * docs/PERFORMANCE.md). 2D: rows of 128 threads. */
 template <typename T, int VX, bool WSH>
 static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
-    if (d3) return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
+    if (d3) {
+        if constexpr (sizeof(T) == 4 && WSH)
+            if (lean_on()) return glean_launch<T, VX, 64, 4, 3, WSH>(a, stream);
+        return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
+    }
     return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
 }
 

@@ -220,5 +220,6 @@ cudaError_t heat_cuda_launch_temporal(const heat_stencil_args<T> &a, bool d3, in
 /* The w chunk and grid of the streaming kernels: enough blocks for a few
  * waves of the device (cuda_backend.cu). */
 int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm);
+int heat_cuda_wchunk_fill(long long tiles, int nw, int blocks_per_sm);
 
 #endif
