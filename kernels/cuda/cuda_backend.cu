@@ -125,9 +125,13 @@ int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm)
  * run / (run + 2). At 512^3 with 256 tiles for 396 slots (the lean
  * materials kernel, 3 blocks per multiprocessor) this takes 3 runs of 171
  * planes, 1.94 waves, where heat_cuda_wchunk takes one of 512 and leaves a
- * third of the slots empty. HEAT_CUDA_WCHUNK sets the run length directly. */
+ * third of the slots empty. HEAT_CUDA_WCHUNK sets the run length directly;
+ * HEAT_CUDA_FILL=0 (read on every call) takes heat_cuda_wchunk's runs
+ * instead, for comparison. */
 int heat_cuda_wchunk_fill(long long tiles, int nw, int blocks_per_sm)
 {
+    const char *f = getenv("HEAT_CUDA_FILL");
+    if (f && *f && atoi(f) == 0) return heat_cuda_wchunk(tiles, nw, blocks_per_sm);
     static int sms = 0, forced = 0;
     if (!sms) {
         int dev = 0;
