@@ -195,7 +195,9 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
     constexpr int BX = BXT * VX;
     const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
     heat_stencil_args<T> b = a;
-    b.wchunk = heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
+    /* 3D: runs that fill the resident slots (heat_cuda_wchunk_fill). */
+    b.wchunk = D3 ? heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm)
+                  : heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
     const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     if (a.resid)
         register_kernel<T, D3, true, VX, BXT, BP, MINB><<<grid, block, 0, stream>>>(b);
