@@ -591,7 +591,8 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
                 }
                 const unsigned char *wx = tw + mc * R, *wp = wx + A, *ww = wp + A;
                 const unsigned bxm = e > 0 ? (unsigned)hg_byte(mwc, e > 0 ? e - 1 : 0) : mleft;
-                const unsigned bxp = e < VX - 1 ? (unsigned)hg_byte(mwc, e < VX - 1 ? e + 1 : 0) : mright;
+                const unsigned bxp =
+                    e < VX - 1 ? (unsigned)hg_byte(mwc, e < VX - 1 ? e + 1 : 0) : mright;
                 T s = W(wx + bxm * TS) * dxm + W(wx + bxp * TS) * dxp;
                 s = s + (W(wp + (unsigned)hg_byte(mpm, e) * TS) * dpm +
                          W(wp + (unsigned)hg_byte(mpp, e) * TS) * dpp);
