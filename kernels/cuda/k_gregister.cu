@@ -102,6 +102,155 @@ template <int VX> __device__ __forceinline__ void hgr_load_ints(const int *p, in
     }
 }
 
+/* A thread's place in the tile and what it loads, shared by both kernels:
+ * its group of VX values (x from ig, row j of the plane) and, for the
+ * first threads, a halo role as in k_register.cu (a group of the row below
+ * or above the tile in 3D, or one value left or right of a tile row). */
+template <typename T, bool D3, int VX, int BXT, int BP> struct hgr_tile {
+    static constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH;
+    int tp, lane, ig, j, col, w0, w1;
+    long long rowoff;
+    bool full;
+    int hrole, hrow, hcol, hx;
+    long long hoff;
+    bool hfull;
+
+    __device__ __forceinline__ hgr_tile(const heat_general_args<T> &a)
+    {
+        const int tx = threadIdx.x, tid = tx + BXT * threadIdx.y;
+        tp = threadIdx.y;
+        lane = tid & 31;
+        const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
+        ig = x0 + tx * VX;
+        j = p0 + tp;
+        rowoff = D3 ? (long long)hk_map(j, a.np, a.bp) * a.sp : 0;
+        w0 = blockIdx.z * a.wchunk;
+        w1 = min(w0 + a.wchunk, a.nw);
+        full = ig + VX <= a.nx;
+        col = VX + tx * VX;
+        hrole = hrow = hcol = hx = 0;
+        hoff = 0;
+        hfull = false;
+        if (D3 && tid < 2 * BXT) {
+            const int r = tid / BXT, g = tid % BXT;
+            hrole = 1;
+            hrow = r ? ROWS - 1 : 0;
+            hcol = VX + g * VX;
+            hoff = (long long)hk_map(r ? p0 + BP : p0 - 1, a.np, a.bp) * a.sp;
+            hx = x0 + g * VX;
+            hfull = hx + VX <= a.nx;
+        } else {
+            const int t = tid - (D3 ? 2 * BXT : 0);
+            if (t >= 0 && t < 2 * BP) {
+                const int r = t / 2, side = t % 2;
+                hrole = 2;
+                hrow = r + PH;
+                hcol = side ? VX + BX : VX - 1;
+                hoff = D3 ? (long long)hk_map(p0 + r, a.np, a.bp) * a.sp : 0;
+                hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
+            }
+        }
+    }
+    /* VX values and their classes (packed) from x, at plane offset `off`. */
+    __device__ __forceinline__ void load_at(const heat_general_args<T> &a, long long off, int x,
+                                            bool vec, hk_vec<T, VX> &g, unsigned &gc) const
+    {
+        if (vec) {
+            g = vload<T, VX>(a.u + off + x);
+            gc = hg_load_bytes<VX>(a.cls + off + x);
+        } else {
+            gc = 0;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int i = hk_map(x + e, a.nx, a.bx);
+                g.v[e] = a.u[off + i];
+                gc |= (unsigned)a.cls[off + i] << (8 * e);
+            }
+        }
+    }
+    /* The thread's group of the plane at offset woff. */
+    __device__ __forceinline__ void group_at(const heat_general_args<T> &a, long long woff,
+                                             hk_vec<T, VX> &g, unsigned &gc) const
+    {
+        load_at(a, woff + rowoff, ig, full, g, gc);
+    }
+    __device__ __forceinline__ void group(const heat_general_args<T> &a, int w, hk_vec<T, VX> &g,
+                                          unsigned &gc) const
+    {
+        group_at(a, (long long)hk_map(w, a.nw, a.bw) * a.sw, g, gc);
+    }
+    /* The thread's halo values of the plane at offset woff (none without a
+     * role). */
+    __device__ __forceinline__ void halo_at(const heat_general_args<T> &a, long long woff,
+                                            hk_vec<T, VX> &h, unsigned &hc) const
+    {
+        const long long off = woff + hoff;
+        if (hrole == 1) {
+            load_at(a, off, hx, hfull, h, hc);
+        } else if (hrole == 2) {
+            h.v[0] = a.u[off + hx];
+            hc = a.cls[off + hx];
+        }
+    }
+    __device__ __forceinline__ void halo(const heat_general_args<T> &a, int w, hk_vec<T, VX> &h,
+                                         unsigned &hc) const
+    {
+        halo_at(a, (long long)hk_map(w, a.nw, a.bw) * a.sw, h, hc);
+    }
+    /* Whether the row is updated, its faces, and which of the group's nodes
+     * are written, packed into one word made opaque to the compiler (an
+     * empty asm), which would otherwise work them out again from the
+     * arguments on every plane. Bits 0..VX-1: x lo face; 4..: x hi; 8: p lo;
+     * 9: p hi; 12..: node written; 16: all written; 17: row active. */
+    __device__ __forceinline__ unsigned flags(const heat_general_args<T> &a) const
+    {
+        const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
+        unsigned fl = 0;
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const int i = ig + e;
+            fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
+            fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
+            fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
+        }
+        fl |= (unsigned)(D3 && j == 0 && a.bp[0] == HK_NEUMANN) << 8;
+        fl |= (unsigned)(D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
+        fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
+        fl |= (unsigned)row_active << 17;
+        asm volatile("" : "+r"(fl));
+        return fl;
+    }
+};
+
+/* The updated group to memory (the nodes fl says are written) and, with RES,
+ * the largest change into m. */
+template <typename T, bool RES, int VX>
+__device__ __forceinline__ void hgr_store(T *outp, const hk_vec<T, VX> &v, const hk_vec<T, VX> &c,
+                                          unsigned fl, unsigned long long &m)
+{
+    if (fl >> 16 & 1) {
+        vstore<T, VX>(outp, v);
+        if (RES) {
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                unsigned long long d = hk_diff_bits(v.v[e], c.v[e]);
+                m = d > m ? d : m;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            if (fl >> (12 + e) & 1) {
+                outp[e] = v.v[e];
+                if (RES) {
+                    unsigned long long d = hk_diff_bits(v.v[e], c.v[e]);
+                    m = d > m ? d : m;
+                }
+            }
+        }
+    }
+}
+
 template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
 __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_general_args<T> a)
 {
@@ -125,86 +274,21 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     };
     auto mat_of = [&](unsigned cs) { return *reinterpret_cast<const int *>(tm + cs); };
 
-    const int tx = threadIdx.x, tp = threadIdx.y, tid = tx + BXT * tp, lane = tid & 31;
-    const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
-    const int ig = x0 + tx * VX, j = p0 + tp;
-    const long long rowoff = D3 ? (long long)hk_map(j, a.np, a.bp) * a.sp : 0;
-    const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
-    const bool full = ig + VX <= a.nx;
-    const int col = VX + tx * VX;
-
-    /* A group's values and classes (packed). */
+    const hgr_tile<T, D3, VX, BXT, BP> t(a);
+    const int tp = t.tp, lane = t.lane, col = t.col, ig = t.ig, j = t.j, w0 = t.w0, w1 = t.w1;
+    const int hrole = t.hrole, hrow = t.hrow, hcol = t.hcol;
     auto load_group_at = [&](long long woff, hg_vec<T, VX> &g, unsigned &gc) {
-        const long long off = woff + rowoff;
-        if (full) {
-            g = vload<T, VX>(a.u + off + ig);
-            gc = hg_load_bytes<VX>(a.cls + off + ig);
-        } else {
-            gc = 0;
-#pragma unroll
-            for (int e = 0; e < VX; e++) {
-                const int i = hk_map(ig + e, a.nx, a.bx);
-                g.v[e] = a.u[off + i];
-                gc |= (unsigned)a.cls[off + i] << (8 * e);
-            }
-        }
+        t.group_at(a, woff, g, gc);
     };
     auto mats = [&](unsigned gc, int(&m)[VX]) {
 #pragma unroll
         for (int e = 0; e < VX; e++) m[e] = mat_of(hgr_cls<T>(gc, e));
     };
-
-    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) {
-        load_group_at((long long)hk_map(w, a.nw, a.bw) * a.sw, g, gc);
-    };
-
-    /* Halo roles as in k_register.cu: a group of the row below or above the
-     * tile (3D), or one value left or right of a tile row. */
-    int hrole = 0, hrow = 0, hcol = 0, hx = 0;
-    long long hoff = 0;
-    bool hfull = false;
-    if (D3 && tid < 2 * BXT) {
-        const int r = tid / BXT, g = tid % BXT;
-        hrole = 1;
-        hrow = r ? ROWS - 1 : 0;
-        hcol = VX + g * VX;
-        hoff = (long long)hk_map(r ? p0 + BP : p0 - 1, a.np, a.bp) * a.sp;
-        hx = x0 + g * VX;
-        hfull = hx + VX <= a.nx;
-    } else {
-        const int t = tid - (D3 ? 2 * BXT : 0);
-        if (t >= 0 && t < 2 * BP) {
-            const int r = t / 2, side = t % 2;
-            hrole = 2;
-            hrow = r + PH;
-            hcol = side ? VX + BX : VX - 1;
-            hoff = D3 ? (long long)hk_map(p0 + r, a.np, a.bp) * a.sp : 0;
-            hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
-        }
-    }
+    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) { t.group(a, w, g, gc); };
     auto load_halo_at = [&](long long woff, hg_vec<T, VX> &h, unsigned &hc) {
-        const long long off = woff + hoff;
-        if (hrole == 1) {
-            if (hfull) {
-                h = vload<T, VX>(a.u + off + hx);
-                hc = hg_load_bytes<VX>(a.cls + off + hx);
-            } else {
-                hc = 0;
-#pragma unroll
-                for (int e = 0; e < VX; e++) {
-                    const int i = hk_map(hx + e, a.nx, a.bx);
-                    h.v[e] = a.u[off + i];
-                    hc |= (unsigned)a.cls[off + i] << (8 * e);
-                }
-            }
-        } else if (hrole == 2) {
-            h.v[0] = a.u[off + hx];
-            hc = a.cls[off + hx];
-        }
+        t.halo_at(a, woff, h, hc);
     };
-    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) {
-        load_halo_at((long long)hk_map(w, a.nw, a.bw) * a.sw, h, hc);
-    };
+    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) { t.halo(a, w, h, hc); };
     /* A plane's values and material offsets into shared half b. */
     auto store_plane = [&](int b, const hg_vec<T, VX> &g, const int(&gm)[VX],
                            const hg_vec<T, VX> &h, unsigned hc) {
@@ -221,25 +305,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
         }
     };
 
-    /* Per-thread constants: whether the row is updated, its faces, and which
-     * of the group's nodes are written. They are packed into one word made
-     * opaque to the compiler (an empty asm), which would otherwise work them
-     * out again from the arguments on every plane. */
-    const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
-    unsigned fl = 0; /* bits 0..VX-1: x lo face; 4..: x hi; 8: p lo; 9: p hi;
-                        12..: node written; 16: all written; 17: row active */
-#pragma unroll
-    for (int e = 0; e < VX; e++) {
-        const int i = ig + e;
-        fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
-        fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
-        fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
-    }
-    fl |= (unsigned)(D3 && j == 0 && a.bp[0] == HK_NEUMANN) << 8;
-    fl |= (unsigned)(D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
-    fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
-    fl |= (unsigned)row_active << 17;
-    asm volatile("" : "+r"(fl));
+    const unsigned fl = t.flags(a); /* faces, nodes written, row active */
 
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
@@ -352,27 +418,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
                 const T q = *reinterpret_cast<const T *>(tq + hgr_cls<T>(ccur, e));
                 v.v[e] = cur.v[e] + (s + q);
             }
-            if (fl >> 16 & 1) {
-                vstore<T, VX>(outp, v);
-                if (RES) {
-#pragma unroll
-                    for (int e = 0; e < VX; e++) {
-                        unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
-                        m = d > m ? d : m;
-                    }
-                }
-            } else {
-#pragma unroll
-                for (int e = 0; e < VX; e++) {
-                    if (fl >> (12 + e) & 1) {
-                        outp[e] = v.v[e];
-                        if (RES) {
-                            unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
-                            m = d > m ? d : m;
-                        }
-                    }
-                }
-            }
+            hgr_store<T, RES, VX>(outp, v, cur, fl, m);
         }
         if (w + 1 < w1) store_plane(b ^ 1, nxt, mnxt, hnext, hcnext);
         __syncthreads();
@@ -419,78 +465,17 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
         return __ldg(reinterpret_cast<const T *>(p));
     };
 
-    const int tx = threadIdx.x, tp = threadIdx.y, tid = tx + BXT * tp, lane = tid & 31;
-    const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
-    const int ig = x0 + tx * VX, j = p0 + tp;
-    const long long rowoff = (long long)hk_map(j, a.np, a.bp) * a.sp;
-    const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
-    const bool full = ig + VX <= a.nx;
-    const int col = VX + tx * VX;
-
+    const hgr_tile<T, true, VX, BXT, BP> t(a);
+    const int tp = t.tp, lane = t.lane, col = t.col, ig = t.ig, j = t.j, w0 = t.w0, w1 = t.w1;
+    const int hrole = t.hrole, hrow = t.hrow, hcol = t.hcol;
     auto load_group_at = [&](long long woff, hg_vec<T, VX> &g, unsigned &gc) {
-        const long long off = woff + rowoff;
-        if (full) {
-            g = vload<T, VX>(a.u + off + ig);
-            gc = hg_load_bytes<VX>(a.cls + off + ig);
-        } else {
-            gc = 0;
-#pragma unroll
-            for (int e = 0; e < VX; e++) {
-                const int i = hk_map(ig + e, a.nx, a.bx);
-                g.v[e] = a.u[off + i];
-                gc |= (unsigned)a.cls[off + i] << (8 * e);
-            }
-        }
+        t.group_at(a, woff, g, gc);
     };
-    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) {
-        load_group_at((long long)hk_map(w, a.nw, a.bw) * a.sw, g, gc);
-    };
-
-    int hrole = 0, hrow = 0, hcol = 0, hx = 0;
-    long long hoff = 0;
-    bool hfull = false;
-    if (tid < 2 * BXT) {
-        const int r = tid / BXT, g = tid % BXT;
-        hrole = 1;
-        hrow = r ? ROWS - 1 : 0;
-        hcol = VX + g * VX;
-        hoff = (long long)hk_map(r ? p0 + BP : p0 - 1, a.np, a.bp) * a.sp;
-        hx = x0 + g * VX;
-        hfull = hx + VX <= a.nx;
-    } else {
-        const int t = tid - 2 * BXT;
-        if (t >= 0 && t < 2 * BP) {
-            const int r = t / 2, side = t % 2;
-            hrole = 2;
-            hrow = r + 1;
-            hcol = side ? VX + BX : VX - 1;
-            hoff = (long long)hk_map(p0 + r, a.np, a.bp) * a.sp;
-            hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
-        }
-    }
+    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) { t.group(a, w, g, gc); };
     auto load_halo_at = [&](long long woff, hg_vec<T, VX> &h, unsigned &hc) {
-        const long long off = woff + hoff;
-        if (hrole == 1) {
-            if (hfull) {
-                h = vload<T, VX>(a.u + off + hx);
-                hc = hg_load_bytes<VX>(a.cls + off + hx);
-            } else {
-                hc = 0;
-#pragma unroll
-                for (int e = 0; e < VX; e++) {
-                    const int i = hk_map(hx + e, a.nx, a.bx);
-                    h.v[e] = a.u[off + i];
-                    hc |= (unsigned)a.cls[off + i] << (8 * e);
-                }
-            }
-        } else if (hrole == 2) {
-            h.v[0] = a.u[off + hx];
-            hc = a.cls[off + hx];
-        }
+        t.halo_at(a, woff, h, hc);
     };
-    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) {
-        load_halo_at((long long)hk_map(w, a.nw, a.bw) * a.sw, h, hc);
-    };
+    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) { t.halo(a, w, h, hc); };
     /* A plane's values and materials (packed) into shared half b. */
     auto store_plane = [&](int b, const hg_vec<T, VX> &g, unsigned gm, const hg_vec<T, VX> &h,
                            unsigned hc) {
@@ -505,20 +490,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
         }
     };
 
-    const bool row_active = j < a.np && !hk_held(j, a.np, a.bp);
-    unsigned fl = 0; /* as gregister_kernel's */
-#pragma unroll
-    for (int e = 0; e < VX; e++) {
-        const int i = ig + e;
-        fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
-        fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
-        fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
-    }
-    fl |= (unsigned)(j == 0 && a.bp[0] == HK_NEUMANN) << 8;
-    fl |= (unsigned)(j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
-    fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
-    fl |= (unsigned)row_active << 17;
-    asm volatile("" : "+r"(fl));
+    const unsigned fl = t.flags(a); /* faces, nodes written, row active */
 
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
@@ -608,27 +580,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
 #pragma unroll
                 for (int e = 0; e < VX; e++) node(std::false_type(), e);
             }
-            if (fl >> 16 & 1) {
-                vstore<T, VX>(outp, v);
-                if (RES) {
-#pragma unroll
-                    for (int e = 0; e < VX; e++) {
-                        unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
-                        m = d > m ? d : m;
-                    }
-                }
-            } else {
-#pragma unroll
-                for (int e = 0; e < VX; e++) {
-                    if (fl >> (12 + e) & 1) {
-                        outp[e] = v.v[e];
-                        if (RES) {
-                            unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
-                            m = d > m ? d : m;
-                        }
-                    }
-                }
-            }
+            hgr_store<T, RES, VX>(outp, v, cur, fl, m);
         }
         if (w + 1 < w1) store_plane(b ^ 1, nxt, mwn, hnext, hcnext);
         __syncthreads();
