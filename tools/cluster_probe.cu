@@ -51,19 +51,27 @@ template <int MODE> __global__ void __launch_bounds__(512, 1) probe(float *out, 
     out[blockIdx.x * 512 + threadIdx.x] = acc + x;
 }
 
-template <int MODE> float run(int cluster, int blocks, float *out, int iters, int work, size_t smem)
+/* A launch of `blocks` blocks of 512 threads in clusters of `cluster` along
+ * x, with `smem` bytes of shared memory each (at must outlive cfg). */
+static cudaLaunchConfig_t config(int cluster, int blocks, size_t smem, cudaLaunchAttribute *at)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(blocks);
     cfg.blockDim = dim3(512);
     cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = cluster;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     cfg.attrs = at;
     cfg.numAttrs = 1;
+    return cfg;
+}
+
+template <int MODE> float run(int cluster, int blocks, float *out, int iters, int work, size_t smem)
+{
+    cudaLaunchAttribute at[1];
+    cudaLaunchConfig_t cfg = config(cluster, blocks, smem, at);
     cudaFuncSetAttribute(probe<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     cudaFuncSetAttribute(probe<MODE>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     cudaEvent_t a, b;
@@ -102,17 +110,8 @@ int main()
             int blocks = sms / c * c;
             { /* as many whole clusters as fit, one block a multiprocessor */
                 int n = 0;
-                cudaLaunchConfig_t cfg = {};
-                cfg.gridDim = dim3(blocks);
-                cfg.blockDim = dim3(512);
-                cfg.dynamicSmemBytes = smem;
                 cudaLaunchAttribute at[1];
-                at[0].id = cudaLaunchAttributeClusterDimension;
-                at[0].val.clusterDim.x = c;
-                at[0].val.clusterDim.y = 1;
-                at[0].val.clusterDim.z = 1;
-                cfg.attrs = at;
-                cfg.numAttrs = 1;
+                cudaLaunchConfig_t cfg = config(c, blocks, smem, at);
                 cudaFuncSetAttribute(probe<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)smem);
                 cudaOccupancyMaxActiveClusters(&n, probe<1>, &cfg);
