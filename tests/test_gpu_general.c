@@ -317,10 +317,10 @@ static void test_temporal_every_face_kind(void **state)
     assert_int_equal(every_face_kind(sizes, COUNT(sizes), fused, COUNT(fused), 23), 0);
 }
 
-/* register_tiled's two 3D kernels for float with staged weights: the lean
- * one (the default) and gregister_kernel (HEAT_CUDA_GR_LEAN=0, which double
- * always runs), every face kind, on grids whose tiles take one run of
- * planes and several (70 planes: runs of 18). */
+/* register_tiled's two 3D kernels with staged weights: the lean one (the
+ * default) and gregister_kernel (HEAT_CUDA_GR_LEAN=0), every face kind,
+ * float and double, on grids whose tiles take one run of planes and
+ * several (70 planes: runs of 18). */
 static void test_both_3d_kernels(void **state)
 {
     (void)state;

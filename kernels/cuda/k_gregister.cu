@@ -21,8 +21,8 @@
  * not instructions. Removing every table lookup and the class stream (28%
  * of the instructions) made it 3% faster; the thread needs about 113
  * registers, so two blocks (16 warps) fit a multiprocessor, and the uniform
- * kernel held to 16 warps loses as much (92% of copy -> 78%). So 3D float
- * with the weights staged runs glean_kernel below, the same scheme in 80
+ * kernel held to 16 warps loses as much (92% of copy -> 78%). So 3D with
+ * the weights staged runs glean_kernel below, the same scheme in 80
  * registers at 3 blocks (24 warps).
  *
  * Boundaries as in k_register.cu: loads map indices through the faces
@@ -443,9 +443,11 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
  * and are extracted where a lookup uses them (a byte permute and an
  * address per weight, against an add); each node's update is computed whole
  * before the next, so no arrays of differences live across the face
- * branch. Float with staged weights: 80 registers, no spill (113 for
- * gregister_kernel), so 24 warps a multiprocessor instead of 16. */
-template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
+ * branch. With staged weights: 80 registers and no spill (113 and 114 for
+ * gregister_kernel), so 24 warps a multiprocessor instead of 16. H1: the
+ * halo groups load one plane ahead (five registers fewer; double needs it
+ * at 80 registers, float was not measured with it alone). */
+template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH, bool H1 = false>
 __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
@@ -503,7 +505,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
         load_group(w0, cur, ccur);
         load_group(w0 + 1, nxt, cnxt);
         load_halo(w0, hcur, hccur);
-        if (w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
+        if (!H1 && w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
         mwc = hg_mats<VX>(tmat, ccur);
         vstore<T, VX>(&sm[1][tp + 1][col], prev);
         hg_store_bytes<VX>(&smb[1][tp + 1][col], hg_mats<VX>(tmat, cprev));
@@ -518,7 +520,12 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
         if (w + 1 < w1) {
             const long long off = w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
             load_group_at(off, nn, cnn);
-            if (w + 2 < w1) load_halo_at(off, hnn, hcnn);
+            if (H1)
+                load_halo_at(w + 1 < a.nw ? noff - a.sw
+                                          : (long long)hk_map(w + 1, a.nw, a.bw) * a.sw,
+                             hnext, hcnext);
+            else if (w + 2 < w1)
+                load_halo_at(off, hnn, hcnn);
         }
         const unsigned mwn = hg_mats<VX>(tmat, cnxt);
 
@@ -586,10 +593,10 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
         __syncthreads();
         cur = nxt;
         nxt = nn;
-        hnext = hnn;
+        if (!H1) hnext = hnn;
         ccur = cnxt;
         cnxt = cnn;
-        hcnext = hcnn;
+        if (!H1) hcnext = hcnn;
         mwc = mwn;
     }
     if (RES) hk_block_max(m, a.resid);
@@ -599,7 +606,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
  * (heat_cuda_wchunk_fill: at 512^3, 256 tiles for 396 slots, one run a tile
  * left a third of the slots empty and the kernel at 16 warps a
  * multiprocessor). */
-template <typename T, int VX, int BXT, int BP, int MINB, bool WSH>
+template <typename T, int VX, int BXT, int BP, int MINB, bool WSH, bool H1 = false>
 static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stream)
 {
     const size_t sh = hg_stage_bytes<T>(a.nmat, WSH);
@@ -607,7 +614,7 @@ static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stre
     static size_t asked = 0;
     if (!blocks_per_sm || asked != sh) {
         cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, glean_kernel<T, false, VX, BXT, BP, MINB, WSH>, BXT * BP, sh);
+            &blocks_per_sm, glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1>, BXT * BP, sh);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
         asked = sh;
@@ -618,9 +625,9 @@ static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stre
     b.wchunk = heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm);
     const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     if (a.resid)
-        glean_kernel<T, true, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+        glean_kernel<T, true, VX, BXT, BP, MINB, WSH, H1><<<grid, block, sh, stream>>>(b);
     else
-        glean_kernel<T, false, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
+        glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1><<<grid, block, sh, stream>>>(b);
     return cudaGetLastError();
 }
 
@@ -655,7 +662,7 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
     return cudaGetLastError();
 }
 
-/* Whether 3D float with staged weights runs the lean kernel (the default;
+/* Whether 3D with staged weights runs the lean kernel (the default;
  * HEAT_CUDA_GR_LEAN=0 runs gregister_kernel instead, for comparison and so
  * that the tests cover both). Read on every launch. */
 static bool lean_on(void)
@@ -664,20 +671,21 @@ static bool lean_on(void)
     return !s || !*s || atoi(s) != 0;
 }
 
-/* 3D: 64 x 4 threads (the uniform kernel's tile). Float with the weights
- * staged: the lean kernel at 3 blocks per multiprocessor (80 registers, no
- * spill; 24 warps where the grid fills them: 5.7% faster than
- * gregister_kernel at 512^3). Otherwise gregister_kernel at 2 blocks (128
- * registers: the lean kernel spills 32 to 40 bytes in double at 3 blocks
- * and ran 3% slower; 3 blocks of gregister_kernel spilled and ran at 48% of
- * copy instead of 71%; the other shapes measured are in
+/* 3D: 64 x 4 threads (the uniform kernel's tile). With the weights staged,
+ * the lean kernel at 3 blocks per multiprocessor (80 registers, no spill;
+ * 24 warps where the grid fills them): at 512^3 5.7% faster than
+ * gregister_kernel in float and 5.6% in double, where the halo groups load
+ * one plane ahead instead of two (H1: without it double spilled 32 to 40
+ * bytes and ran 3% slower). Otherwise (weights read through the cache)
+ * gregister_kernel at 2 blocks (128 registers; 3 blocks of it spilled and
+ * ran at 48% of copy instead of 71%; the other shapes measured are in
  * docs/PERFORMANCE.md). 2D: rows of 128 threads. */
 template <typename T, int VX, bool WSH>
 static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
     if (d3) {
-        if constexpr (sizeof(T) == 4 && WSH)
-            if (lean_on()) return glean_launch<T, VX, 64, 4, 3, WSH>(a, stream);
+        if constexpr (WSH)
+            if (lean_on()) return glean_launch<T, VX, 64, 4, 3, WSH, sizeof(T) == 8>(a, stream);
         return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
     }
     return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
