@@ -602,6 +602,37 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
     if (RES) hk_block_max(m, a.resid);
 }
 
+/* Launches one instantiation (plain, or with the residual): the tile, the
+ * runs of planes per block (3D: runs that fill the resident slots,
+ * heat_cuda_wchunk_fill; 2D: about one wave, heat_cuda_wchunk), `sh` bytes
+ * of staged tables. The occupancy is asked again when the kernel or the
+ * stage's size changes. */
+template <typename T, bool D3, int VX, int BXT, int BP>
+static cudaError_t hgr_launch(const heat_general_args<T> &a, size_t sh,
+                              void (*plain)(const heat_general_args<T>),
+                              void (*res)(const heat_general_args<T>), cudaStream_t stream)
+{
+    static int blocks_per_sm = 0;
+    static size_t asked = 0;
+    static void (*of)(const heat_general_args<T>) = nullptr;
+    if (!blocks_per_sm || asked != sh || of != plain) {
+        cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, plain, BXT * BP, sh);
+        if (e != cudaSuccess) return e;
+        if (blocks_per_sm < 1) blocks_per_sm = 1;
+        asked = sh;
+        of = plain;
+    }
+    constexpr int BX = BXT * VX;
+    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
+    heat_general_args<T> b = a;
+    b.wchunk = D3 ? heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm)
+                  : heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
+    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
+    (a.resid ? res : plain)<<<grid, block, sh, stream>>>(b);
+    return cudaGetLastError();
+}
+
 /* Launches the lean kernel: runs of planes that fill the resident blocks
  * (heat_cuda_wchunk_fill: at 512^3, 256 tiles for 396 slots, one run a tile
  * left a third of the slots empty and the kernel at 16 warps a
@@ -609,57 +640,18 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
 template <typename T, int VX, int BXT, int BP, int MINB, bool WSH, bool H1 = false>
 static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    const size_t sh = hg_stage_bytes<T>(a.nmat, WSH);
-    static int blocks_per_sm = 0;
-    static size_t asked = 0;
-    if (!blocks_per_sm || asked != sh) {
-        cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1>, BXT * BP, sh);
-        if (e != cudaSuccess) return e;
-        if (blocks_per_sm < 1) blocks_per_sm = 1;
-        asked = sh;
-    }
-    constexpr int BX = BXT * VX;
-    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
-    heat_general_args<T> b = a;
-    b.wchunk = heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm);
-    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
-    if (a.resid)
-        glean_kernel<T, true, VX, BXT, BP, MINB, WSH, H1><<<grid, block, sh, stream>>>(b);
-    else
-        glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1><<<grid, block, sh, stream>>>(b);
-    return cudaGetLastError();
+    return hgr_launch<T, true, VX, BXT, BP>(
+        a, hg_stage_bytes<T>(a.nmat, WSH), glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1>,
+        glean_kernel<T, true, VX, BXT, BP, MINB, WSH, H1>, stream);
 }
 
-/* Launches one instantiation: the tile, the run of planes per block (about
- * one wave of resident blocks, as k_register.cu), the staged tables. */
+/* Launches one instantiation of gregister_kernel (hgr_launch). */
 template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool WSH>
 static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    const size_t sh = hgr_stage_bytes<T>(a.nmat, WSH);
-    /* Occupancy of this instantiation with this stage (asked again when the
-     * table size changes). */
-    static int blocks_per_sm = 0;
-    static size_t asked = 0;
-    if (!blocks_per_sm || asked != sh) {
-        cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH>, BXT * BP, sh);
-        if (e != cudaSuccess) return e;
-        if (blocks_per_sm < 1) blocks_per_sm = 1;
-        asked = sh;
-    }
-    constexpr int BX = BXT * VX;
-    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
-    heat_general_args<T> b = a;
-    /* 3D: runs that fill the resident slots (heat_cuda_wchunk_fill). */
-    b.wchunk = D3 ? heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm)
-                  : heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
-    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
-    if (a.resid)
-        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
-    else
-        gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH><<<grid, block, sh, stream>>>(b);
-    return cudaGetLastError();
+    return hgr_launch<T, D3, VX, BXT, BP>(
+        a, hgr_stage_bytes<T>(a.nmat, WSH), gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH>,
+        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH>, stream);
 }
 
 /* Whether 3D with staged weights runs the lean kernel (the default;
