@@ -84,82 +84,94 @@ static int env_int(const char *name, int fallback)
     return v > 0 ? v : fallback;
 }
 
-/* Planes per block run for the streaming kernels: about `waves` waves of
- * resident blocks over the whole grid (HEAT_CUDA_WAVES, default 1: every
- * block resident at once, the w halo costing 2 planes per run), at least 16
- * planes per run where the grid has them, and at most 65535 runs (the grid's
- * z limit). HEAT_CUDA_WCHUNK sets the run length directly, for tuning. */
-int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm)
+/* What the run rules read once: the multiprocessors, and the overrides
+ * HEAT_CUDA_WAVES, HEAT_CUDA_WCHUNK and HEAT_CUDA_FILL. */
+static struct {
+    int sms, waves, forced, fill;
+} wchunk_env;
+
+static void wchunk_init(void)
 {
-    static int sms = 0, waves = 0, forced = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-        waves = env_int("HEAT_CUDA_WAVES", 1);
-        forced = env_int("HEAT_CUDA_WCHUNK", 0);
+    if (wchunk_env.sms) return;
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        sms = 1;
+    wchunk_env.waves = env_int("HEAT_CUDA_WAVES", 1);
+    wchunk_env.forced = env_int("HEAT_CUDA_WCHUNK", 0);
+    const char *f = getenv("HEAT_CUDA_FILL");
+    wchunk_env.fill = !(f && *f && atoi(f) == 0);
+    wchunk_env.sms = sms;
+}
+
+/* About `waves` waves of resident blocks over the whole grid, at least 16
+ * planes per run where the grid has them. */
+static int wchunk_waves(long long tiles, int nw, int blocks_per_sm)
+{
+    long long resident = (long long)wchunk_env.sms * blocks_per_sm * wchunk_env.waves;
+    long long runs = resident / (tiles > 0 ? tiles : 1);
+    if (runs < 1) runs = 1;
+    int chunk = (int)((nw + runs - 1) / runs);
+    int floor_ = nw < 16 ? nw : 16;
+    return chunk < floor_ ? floor_ : chunk;
+}
+
+/* The number of runs r a tile takes (1 to 16, runs of at least 16 planes
+ * where the grid has them) that maximizes the share of the slots busy over
+ * whole waves, tiles r / slots over its ceiling, times the share of planes
+ * loaded that are updated, run / (run + 2). */
+static int wchunk_filled(long long tiles, int nw, int blocks_per_sm)
+{
+    const double slots = (double)wchunk_env.sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+    const int least = nw < 16 ? nw : 16;
+    double best = -1;
+    int chunk = nw;
+    for (int r = 1; r <= 16; r++) {
+        const int c = (nw + r - 1) / r;
+        if (c < least) break;
+        const double runs = (double)((nw + c - 1) / c);
+        const double waves = (double)(tiles > 0 ? tiles : 1) * runs / slots;
+        const double eff = waves / ceil(waves) * c / (c + 2.0);
+        if (eff > best + 1e-9) best = eff, chunk = c;
     }
-    int chunk;
-    if (forced) {
-        chunk = forced;
-    } else {
-        long long resident = (long long)sms * blocks_per_sm * waves;
-        long long runs = resident / (tiles > 0 ? tiles : 1);
-        if (runs < 1) runs = 1;
-        chunk = (int)((nw + runs - 1) / runs);
-        int floor_ = nw < 16 ? nw : 16;
-        if (chunk < floor_) chunk = floor_;
-    }
+    return chunk;
+}
+
+/* At most 65535 runs (the grid's z limit), at most the grid. */
+static int wchunk_clamp(int chunk, int nw)
+{
     int least = (nw + 65534) / 65535;
     if (chunk < least) chunk = least;
     if (chunk > nw) chunk = nw;
     return chunk < 1 ? 1 : chunk;
 }
 
-/* Planes per block run where a tile's run should fill the resident slots
- * rather than stop at one run per tile: the number of runs r a tile takes
- * (1 to 16, runs of at least 16 planes where the grid has them) that
- * maximizes the share of the slots busy over whole waves, tiles r / slots
- * over its ceiling, times the share of planes loaded that are updated,
- * run / (run + 2). At 512^3 with 256 tiles for 396 slots (the lean
- * materials kernel, 3 blocks per multiprocessor) this takes 3 runs of 171
- * planes, 1.94 waves, where heat_cuda_wchunk takes one of 512 and leaves a
- * third of the slots empty. HEAT_CUDA_WCHUNK sets the run length directly;
- * HEAT_CUDA_FILL=0 (read on every call) takes heat_cuda_wchunk's runs
- * instead, for comparison. */
+/* Planes per block run for the streaming kernels: about `waves` waves of
+ * resident blocks over the whole grid (HEAT_CUDA_WAVES, default 1: every
+ * block resident at once, the w halo costing 2 planes per run).
+ * HEAT_CUDA_WCHUNK sets the run length directly, for tuning. */
+int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm)
+{
+    wchunk_init();
+    const int chunk =
+        wchunk_env.forced ? wchunk_env.forced : wchunk_waves(tiles, nw, blocks_per_sm);
+    return wchunk_clamp(chunk, nw);
+}
+
+/* Planes per block run where a tile's runs should fill the resident slots
+ * rather than stop at one wave (wchunk_filled). At 512^3 with 256 tiles for
+ * 396 slots (the lean materials kernel, 3 blocks per multiprocessor) this
+ * takes 3 runs of 171 planes, 1.94 waves, where heat_cuda_wchunk takes one
+ * of 512 and leaves a third of the slots empty. HEAT_CUDA_WCHUNK sets the
+ * run length directly; HEAT_CUDA_FILL=0 takes heat_cuda_wchunk's runs, for
+ * comparison. */
 int heat_cuda_wchunk_fill(long long tiles, int nw, int blocks_per_sm)
 {
-    const char *f = getenv("HEAT_CUDA_FILL");
-    if (f && *f && atoi(f) == 0) return heat_cuda_wchunk(tiles, nw, blocks_per_sm);
-    static int sms = 0, forced = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-        forced = env_int("HEAT_CUDA_WCHUNK", 0);
-    }
-    int chunk = nw;
-    if (forced) {
-        chunk = forced;
-    } else {
-        const double slots = (double)sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
-        const int least = nw < 16 ? nw : 16;
-        double best = -1;
-        for (int r = 1; r <= 16; r++) {
-            const int c = (nw + r - 1) / r;
-            if (c < least) break;
-            const double runs = (double)((nw + c - 1) / c);
-            const double waves = (double)(tiles > 0 ? tiles : 1) * runs / slots;
-            const double eff = waves / ceil(waves) * c / (c + 2.0);
-            if (eff > best + 1e-9) best = eff, chunk = c;
-        }
-    }
-    int least = (nw + 65534) / 65535;
-    if (chunk < least) chunk = least;
-    if (chunk > nw) chunk = nw;
-    return chunk < 1 ? 1 : chunk;
+    wchunk_init();
+    const int chunk = wchunk_env.forced ? wchunk_env.forced
+                      : wchunk_env.fill ? wchunk_filled(tiles, nw, blocks_per_sm)
+                                        : wchunk_waves(tiles, nw, blocks_per_sm);
+    return wchunk_clamp(chunk, nw);
 }
 
 /* A face's code in the kernels: Neumann, flux and convective faces are all
