@@ -24,9 +24,9 @@
  * and a 4-byte word of classes (in double, the even threads, for their group
  * and the next), a halo group or a halo column value with the aligned
  * class word that holds its byte. So it waits only for its own copies, and
- * the step's barrier publishes them. Groups that are not whole (beyond nx,
- * or mapped through a face) copy value by value and load their class bytes
- * directly. Requires rows of 16-byte values and 4-byte class words
+ * the step's barrier publishes them. Groups beyond nx copy value by value
+ * (mapped through the face) and the class word of their first node's mapped
+ * index (see `beyond`). Requires rows of 16-byte values and 4-byte class words
  * (hg_ring_fits); other grids run glean_kernel.
  *
  * Literature: the asynchronous copy to shared memory is CUDA's cp.async
@@ -120,15 +120,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gring_kernel(const heat_general
             }
             if (cown) {
                 uint8_t *cd = cring + (size_t)s * L::CB + (tp + 1) * BRS + bcol;
-                if (t.full) {
-                    hq_cp<4>(cd, a.cls + off + ig);
-                } else {
-                    unsigned wd = 0;
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        wd |= (unsigned)a.cls[off + hk_map(ig + e, a.nx, a.bx)] << (8 * e);
-                    *reinterpret_cast<unsigned *>(cd) = wd;
-                }
+                hq_cp<4>(cd, a.cls + off + (t.full ? ig : hk_map(ig, a.nx, a.bx) & ~3));
             }
         }
         const long long off = woff + t.hoff;
@@ -143,15 +135,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gring_kernel(const heat_general
             }
             if (chalo) {
                 uint8_t *cd = cring + (size_t)s * L::CB + hrow * BRS + hbcol;
-                if (t.hfull) {
-                    hq_cp<4>(cd, a.cls + off + t.hx);
-                } else {
-                    unsigned wd = 0;
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        wd |= (unsigned)a.cls[off + hk_map(t.hx + e, a.nx, a.bx)] << (8 * e);
-                    *reinterpret_cast<unsigned *>(cd) = wd;
-                }
+                hq_cp<4>(cd, a.cls + off + (t.hfull ? t.hx : hk_map(t.hx, a.nx, a.bx) & ~3));
             }
         } else if (hrole == 2) {
             hq_cp<TS>(ring + (size_t)s * (L::VB / TS) + hrow * RS + t.hcol, a.u + off + t.hx);
@@ -162,20 +146,29 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gring_kernel(const heat_general
     auto issue_plane = [&](int p) {
         issue((long long)hk_map(p, a.nw, a.bw) * a.sw, (p - w0 + 1) % S);
     };
+    /* A word of groups beyond nx (nx is a multiple of 4: a word lies all
+     * inside or all beyond): only its first node is ever a neighbour of a
+     * node updated (the ghost at nx), so every byte gets the material of
+     * the node its index maps to, whose aligned word was copied. */
+    auto beyond = [&](unsigned wd, int x) {
+        return 0x01010101u * tmat[(wd >> (8 * (hk_map(x, a.nx, a.bx) & 3))) & 0xffu];
+    };
     /* This thread's class bytes of the plane in slot s into materials
      * (slot ms). */
     auto convert = [&](int s, int ms) {
         if (cown) {
             const int o = (tp + 1) * BRS + bcol;
             const unsigned wd = *reinterpret_cast<const unsigned *>(cring + (size_t)s * L::CB + o);
-            *reinterpret_cast<unsigned *>(smb + (size_t)ms * L::CB + o) = hg_mats<4>(tmat, wd);
+            *reinterpret_cast<unsigned *>(smb + (size_t)ms * L::CB + o) =
+                t.full ? hg_mats<4>(tmat, wd) : beyond(wd, ig);
         }
         if (hrole == 1) {
             if (chalo) {
                 const int o = hrow * BRS + hbcol;
                 const unsigned wd =
                     *reinterpret_cast<const unsigned *>(cring + (size_t)s * L::CB + o);
-                *reinterpret_cast<unsigned *>(smb + (size_t)ms * L::CB + o) = hg_mats<4>(tmat, wd);
+                *reinterpret_cast<unsigned *>(smb + (size_t)ms * L::CB + o) =
+                    t.hfull ? hg_mats<4>(tmat, wd) : beyond(wd, t.hx);
             }
         } else if (hrole == 2) {
             const unsigned wd = hcw[s * NH + hi];
