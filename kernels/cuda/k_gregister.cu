@@ -288,50 +288,74 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
 
 /* The lean 3D variant, for 3 blocks per multiprocessor: the streaming
  * scheme of gregister_kernel (same tile, same loads two planes ahead, the
- * plane before the centre from the other shared half, the same arithmetic
- * in the same order), with fewer registers live. Materials travel as
- * bytes, one per node, packed VX to a word, in registers and in the shared
- * plane (one 4-byte access a group where gregister_kernel moves VX ints),
- * and are extracted where a lookup uses them (a byte permute and an
- * address per weight, against an add); each node's update is computed whole
- * before the next, so no arrays of differences live across the face
- * branch. With staged weights: 80 registers and no spill (113 and 114 for
+ * same arithmetic in the same order), with fewer registers live and fewer
+ * instructions a node. The kernel is issue-bound (docs/PERFORMANCE.md:
+ * its time follows the multiprocessor clock, the issue slots 81% busy), so
+ * every instruction a node counts:
+ * - Materials travel as bytes, one per node, packed VX to a word, in
+ *   registers and in the shared plane, scaled by sizeof(T) when staged
+ *   (nmat <= 32 where the weights are staged, so a scaled index still
+ *   fits a byte): a weight's address is then the centre's row plus the
+ *   neighbour's byte plus an immediate, the three axes' tables lying at
+ *   fixed offsets (gl_stage).
+ * - The loop is unrolled by two, so the shared half of each plane is a
+ *   constant and every shared address is one register plus an immediate,
+ *   and the planes in flight alternate between two register sets instead
+ *   of being moved; the centre plane is read back from shared memory.
+ * - Each node's update is computed whole before the next, so no arrays of
+ *   differences live across the face branch.
+ * With staged weights: 80 registers and no spill (113 and 114 for
  * gregister_kernel), so 24 warps a multiprocessor instead of 16. H1: the
- * halo groups load one plane ahead (five registers fewer; double needs it
- * at 80 registers, float was not measured with it alone). */
-template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH, bool H1 = false>
+ * halo groups load one plane ahead (fewer registers live; double needs it
+ * at 80 registers). */
+
+/* The lean kernel's staged tables, all in static shared memory: q[class],
+ * the class's material times sizeof(T), then w[axis][a][b] with each axis
+ * at a fixed offset (one third of HG_W_SHARED_MAX: a staged axis table
+ * fits it). */
+constexpr unsigned GL_AXB = HG_W_SHARED_MAX / 3;
+template <typename T> struct gl_stage {
+    static constexpr unsigned MAT = HG_CLASSES * sizeof(T), W = MAT + HG_CLASSES,
+                              BYTES = W + 3 * GL_AXB;
+    static_assert(W % 16 == 0, "the weights stay aligned");
+};
+
+template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH, bool H1, bool U2>
 __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
     static_assert(BXT * BP >= 2 * BXT + 2 * BP, "one thread per halo load");
+    static_assert(WSH, "the lean kernel stages its weights");
     constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX;
     constexpr unsigned TS = sizeof(T);
+    using G = gl_stage<T>;
     __shared__ __align__(16) T sm[2][ROWS][RS];
-    __shared__ __align__(16) uint8_t smb[2][ROWS][RS]; /* the plane's materials */
-    extern __shared__ __align__(16) unsigned char hg_smem[];
-    const hg_tab<T> tab = hg_stage<T, WSH>(a, hg_smem);
-    const uint8_t *const tmat = tab.mat;
-    const unsigned char *const tq = reinterpret_cast<const unsigned char *>(tab.q);
-    const unsigned char *const tw = reinterpret_cast<const unsigned char *>(tab.w);
-    const unsigned R = (unsigned)a.nmat * TS, A = (unsigned)a.nmat * R;
-    auto W = [&](const unsigned char *p) -> T {
-        if (WSH) return *reinterpret_cast<const T *>(p);
-        return __ldg(reinterpret_cast<const T *>(p));
+    __shared__ __align__(16) uint8_t smb[2][ROWS][RS]; /* the plane's materials (scaled) */
+    __shared__ __align__(16) unsigned char gst[G::BYTES];
+    {
+        const int tid = threadIdx.x + BXT * threadIdx.y;
+        const int n2 = a.nmat * a.nmat;
+        for (int i = tid; i < HG_CLASSES; i += BXT * BP) {
+            reinterpret_cast<T *>(gst)[i] = a.q[i];
+            gst[G::MAT + i] = (uint8_t)(a.mat[i] * TS);
+        }
+        for (int i = tid; i < 3 * n2; i += BXT * BP) {
+            const int k = i / n2;
+            reinterpret_cast<T *>(gst + G::W + k * GL_AXB)[i - k * n2] = a.w[i];
+        }
+    }
+    const uint8_t *const tmat = gst + G::MAT;
+    const unsigned nmat = (unsigned)a.nmat;
+    /* Weight of axis k at byte offset off (row + scaled column). */
+    auto W = [&](int k, unsigned off) -> T {
+        return *reinterpret_cast<const T *>(gst + G::W + k * GL_AXB + off);
     };
 
     const hgr_tile<T, true, VX, BXT, BP> t(a);
-    const int tp = t.tp, lane = t.lane, col = t.col, ig = t.ig, j = t.j, w0 = t.w0, w1 = t.w1;
+    const int tp = t.tp, col = t.col, ig = t.ig, j = t.j, w0 = t.w0, w1 = t.w1;
     const int hrole = t.hrole, hrow = t.hrow, hcol = t.hcol;
-    auto load_group_at = [&](long long woff, hg_vec<T, VX> &g, unsigned &gc) {
-        t.group_at(a, woff, g, gc);
-    };
-    auto load_group = [&](int w, hg_vec<T, VX> &g, unsigned &gc) { t.group(a, w, g, gc); };
-    auto load_halo_at = [&](long long woff, hg_vec<T, VX> &h, unsigned &hc) {
-        t.halo_at(a, woff, h, hc);
-    };
-    auto load_halo = [&](int w, hg_vec<T, VX> &h, unsigned &hc) { t.halo(a, w, h, hc); };
     /* A plane's values and materials (packed) into shared half b. */
-    auto store_plane = [&](int b, const hg_vec<T, VX> &g, unsigned gm, const hg_vec<T, VX> &h,
+    auto store_plane = [&](int b, const hk_vec<T, VX> &g, unsigned gm, const hk_vec<T, VX> &h,
                            unsigned hc) {
         vstore<T, VX>(&sm[b][tp + 1][col], g);
         hg_store_bytes<VX>(&smb[b][tp + 1][col], gm);
@@ -348,60 +372,61 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
 
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
-    hg_vec<T, VX> cur, nxt, nn, hcur, hnext, hnn;
-    unsigned ccur, cnxt, cnn = 0, hccur, hcnext = 0, hcnn = 0, mwc;
+    /* Planes in flight alternate between the sets A and B (values, halo
+     * group, its classes); the classes of the centre and the next plane. */
+    hk_vec<T, VX> vA, vB, hA, hB;
+    unsigned hcA = 0, hcB = 0, ccur, cnxt, cnn = 0;
     {
-        hg_vec<T, VX> prev;
-        unsigned cprev;
-        load_group(w0 - 1, prev, cprev);
-        load_group(w0, cur, ccur);
-        load_group(w0 + 1, nxt, cnxt);
-        load_halo(w0, hcur, hccur);
-        if (!H1 && w0 + 1 < w1) load_halo(w0 + 1, hnext, hcnext);
-        mwc = hg_mats<VX>(tmat, ccur);
+        hk_vec<T, VX> prev, cur, hcur;
+        unsigned cprev, hccur;
+        t.group(a, w0 - 1, prev, cprev);
+        t.group(a, w0, cur, ccur);
+        t.group(a, w0 + 1, vA, cnxt);
+        t.halo(a, w0, hcur, hccur);
+        if (!H1 && w0 + 1 < w1) t.halo(a, w0 + 1, hA, hcA);
         vstore<T, VX>(&sm[1][tp + 1][col], prev);
         hg_store_bytes<VX>(&smb[1][tp + 1][col], hg_mats<VX>(tmat, cprev));
-        store_plane(0, cur, mwc, hcur, hccur);
+        store_plane(0, cur, hg_mats<VX>(tmat, ccur), hcur, hccur);
     }
     __syncthreads();
 
     long long noff = (long long)(w0 + 2) * a.sw;
     T *outp = a.out + (long long)w0 * a.sw + (long long)j * a.sp + ig;
-    for (int w = w0; w < w1; w++, outp += a.sw, noff += a.sw) {
-        const int b = (w - w0) & 1;
+    /* The step of plane w, its centre in shared half P (the plane before in
+     * half P ^ 1), the next plane in nx (with its halo in hx), the plane
+     * after next loading into nn (and hn). */
+    auto step = [&](int par, int w, const hk_vec<T, VX> &nx, hk_vec<T, VX> &nn,
+                    hk_vec<T, VX> &hx, unsigned &hcx, hk_vec<T, VX> &hn, unsigned &hcn) {
+        const int P = par;
         if (w + 1 < w1) {
             const long long off = w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
-            load_group_at(off, nn, cnn);
+            t.group_at(a, off, nn, cnn);
             if (H1)
-                load_halo_at(w + 1 < a.nw ? noff - a.sw
-                                          : (long long)hk_map(w + 1, a.nw, a.bw) * a.sw,
-                             hnext, hcnext);
+                t.halo_at(a, w + 1 < a.nw ? noff - a.sw : (long long)hk_map(w + 1, a.nw, a.bw) * a.sw,
+                          hx, hcx);
             else if (w + 2 < w1)
-                load_halo_at(off, hnn, hcnn);
+                t.halo_at(a, off, hn, hcn);
         }
         const unsigned mwn = hg_mats<VX>(tmat, cnxt);
 
-        T left = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1);
-        T right = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
-        if (lane == 0) left = sm[b][tp + 1][col - 1];
-        if (lane == 31) right = sm[b][tp + 1][col + VX];
-
         const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
         if ((fl >> 17 & 1) && !(wedge && hk_held(w, a.nw, a.bw))) {
-            const hg_vec<T, VX> prev = vload<T, VX>(&sm[b ^ 1][tp + 1][col]);
-            const hg_vec<T, VX> pm = vload<T, VX>(&sm[b][tp][col]);
-            const hg_vec<T, VX> pp = vload<T, VX>(&sm[b][tp + 2][col]);
-            const unsigned mwp = hg_load_bytes<VX>(&smb[b ^ 1][tp + 1][col]);
-            const unsigned mpm = hg_load_bytes<VX>(&smb[b][tp][col]);
-            const unsigned mpp = hg_load_bytes<VX>(&smb[b][tp + 2][col]);
-            unsigned mleft = (unsigned)hg_byte(__shfl_up_sync(0xffffffffu, mwc, 1), VX - 1);
-            unsigned mright = (unsigned)hg_byte(__shfl_down_sync(0xffffffffu, mwc, 1), 0);
-            if (lane == 0) mleft = smb[b][tp + 1][col - 1];
-            if (lane == 31) mright = smb[b][tp + 1][col + VX];
+            const T *rc = &sm[P][tp + 1][col];
+            const uint8_t *mc = &smb[P][tp + 1][col];
+            const hk_vec<T, VX> cur = vload<T, VX>(rc);
+            const hk_vec<T, VX> prev = vload<T, VX>(&sm[P ^ 1][tp + 1][col]);
+            const hk_vec<T, VX> pm = vload<T, VX>(rc - RS);
+            const hk_vec<T, VX> pp = vload<T, VX>(rc + RS);
+            const T left = rc[-1], right = rc[VX];
+            const unsigned mwc = hg_load_bytes<VX>(mc);
+            const unsigned mwp = hg_load_bytes<VX>(&smb[P ^ 1][tp + 1][col]);
+            const unsigned mpm = hg_load_bytes<VX>(mc - RS);
+            const unsigned mpp = hg_load_bytes<VX>(mc + RS);
+            const unsigned mleft = mc[-1], mright = mc[VX];
             const bool wglo = wedge && w == 0 && a.bw[0] == HK_NEUMANN;
             const bool wghi = wedge && w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
             const bool face = (fl & (0xffu | 0x300u)) || wglo || wghi;
-            hg_vec<T, VX> v;
+            hk_vec<T, VX> v;
             /* One node whole: its differences (the ghosts' formulas on a
              * mirrored face), then hg_point's arithmetic in its order. */
             auto node = [&](auto onface, int e) {
@@ -410,26 +435,27 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
                 const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : left;
                 const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : right;
                 T dxm = xm - c, dxp = xp - c, dpm = pm.v[e] - c, dpp = pp.v[e] - c;
-                T dwm = prev.v[e] - c, dwp = nxt.v[e] - c;
-                const unsigned mc = (unsigned)hg_byte(mwc, e);
+                T dwm = prev.v[e] - c, dwp = nx.v[e] - c;
+                const unsigned ms = (unsigned)hg_byte(mwc, e); /* material * TS */
                 if (F) {
-                    if (fl >> e & 1) dxm = hg_ghost(a, HG_FXLO, (int)mc, xm, c);
-                    if (fl >> (4 + e) & 1) dxp = hg_ghost(a, HG_FXHI, (int)mc, xp, c);
-                    if (fl >> 8 & 1) dpm = hg_ghost(a, HG_FPLO, (int)mc, pm.v[e], c);
-                    if (fl >> 9 & 1) dpp = hg_ghost(a, HG_FPHI, (int)mc, pp.v[e], c);
-                    if (wglo) dwm = hg_ghost(a, HG_FWLO, (int)mc, prev.v[e], c);
-                    if (wghi) dwp = hg_ghost(a, HG_FWHI, (int)mc, nxt.v[e], c);
+                    const int mi = (int)(ms / TS);
+                    if (fl >> e & 1) dxm = hg_ghost(a, HG_FXLO, mi, xm, c);
+                    if (fl >> (4 + e) & 1) dxp = hg_ghost(a, HG_FXHI, mi, xp, c);
+                    if (fl >> 8 & 1) dpm = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
+                    if (fl >> 9 & 1) dpp = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
+                    if (wglo) dwm = hg_ghost(a, HG_FWLO, mi, prev.v[e], c);
+                    if (wghi) dwp = hg_ghost(a, HG_FWHI, mi, nx.v[e], c);
                 }
-                const unsigned char *wx = tw + mc * R, *wp = wx + A, *ww = wp + A;
+                const unsigned row = ms * nmat;
                 const unsigned bxm = e > 0 ? (unsigned)hg_byte(mwc, e > 0 ? e - 1 : 0) : mleft;
                 const unsigned bxp =
                     e < VX - 1 ? (unsigned)hg_byte(mwc, e < VX - 1 ? e + 1 : 0) : mright;
-                T s = W(wx + bxm * TS) * dxm + W(wx + bxp * TS) * dxp;
-                s = s + (W(wp + (unsigned)hg_byte(mpm, e) * TS) * dpm +
-                         W(wp + (unsigned)hg_byte(mpp, e) * TS) * dpp);
-                s = s + (W(ww + (unsigned)hg_byte(mwp, e) * TS) * dwm +
-                         W(ww + (unsigned)hg_byte(mwn, e) * TS) * dwp);
-                const T q = *reinterpret_cast<const T *>(tq + (unsigned)hg_byte(ccur, e) * TS);
+                T s = W(0, row + bxm) * dxm + W(0, row + bxp) * dxp;
+                s = s + (W(1, row + (unsigned)hg_byte(mpm, e)) * dpm +
+                         W(1, row + (unsigned)hg_byte(mpp, e)) * dpp);
+                s = s + (W(2, row + (unsigned)hg_byte(mwp, e)) * dwm +
+                         W(2, row + (unsigned)hg_byte(mwn, e)) * dwp);
+                const T q = *reinterpret_cast<const T *>(gst + (unsigned)hg_byte(ccur, e) * TS);
                 v.v[e] = c + (s + q);
             };
             if (face) {
@@ -441,30 +467,52 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
             }
             hgr_store<T, RES, VX>(outp, v, cur, fl, m);
         }
-        if (w + 1 < w1) store_plane(b ^ 1, nxt, mwn, hnext, hcnext);
+        if (w + 1 < w1) store_plane(P ^ 1, nx, mwn, hx, hcx);
         __syncthreads();
-        cur = nxt;
-        nxt = nn;
-        if (!H1) hnext = hnn;
         ccur = cnxt;
         cnxt = cnn;
-        if (!H1) hcnext = hcnn;
-        mwc = mwn;
+        outp += a.sw;
+        noff += a.sw;
+    };
+    if (!U2) {
+        for (int w = w0; w < w1; w++) {
+            step((w - w0) & 1, w, vA, vB, hA, hcA, hB, hcB);
+            vA = vB;
+            if (!H1) hA = hB, hcA = hcB;
+        }
+    } else
+    for (int w = w0; w < w1; w += 2) {
+        step(0, w, vA, vB, hA, hcA, hB, hcB);
+        if (w + 1 >= w1) break;
+        if (H1) /* one halo set: loaded and stored within the step */
+            step(1, w + 1, vB, vA, hA, hcA, hB, hcB);
+        else
+            step(1, w + 1, vB, vA, hB, hcB, hA, hcA);
     }
     if (RES) hk_block_max(m, a.resid);
 }
 
-
 /* Launches the lean kernel: runs of planes that fill the resident blocks
  * (heat_cuda_wchunk_fill: at 512^3, 256 tiles for 396 slots, one run a tile
  * left a third of the slots empty and the kernel at 16 warps a
- * multiprocessor). */
-template <typename T, int VX, int BXT, int BP, int MINB, bool WSH, bool H1 = false>
+ * multiprocessor). Its tables are static shared memory. */
+template <typename T, int VX, int BXT, int BP, int MINB, bool WSH, bool H1, bool U2>
+static cudaError_t glean_launch1(const heat_general_args<T> &a, cudaStream_t stream)
+{
+    return hgr_launch<T, true, VX, BXT, BP>(a, 0,
+                                            glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1, U2>,
+                                            glean_kernel<T, true, VX, BXT, BP, MINB, WSH, H1, U2>,
+                                            stream);
+}
+
+template <typename T, int VX, int BXT, int BP, int MINB, bool WSH, bool H1>
 static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    return hgr_launch<T, true, VX, BXT, BP>(
-        a, hg_stage_bytes<T>(a.nmat, WSH), glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1>,
-        glean_kernel<T, true, VX, BXT, BP, MINB, WSH, H1>, stream);
+    const char *s = getenv("HEAT_CUDA_GL_VARIANT");
+    const int v = s ? atoi(s) : 0;
+    if (v == 1) return glean_launch1<T, VX, BXT, BP, MINB, WSH, H1, false>(a, stream);
+    if (v == 2) return glean_launch1<T, VX, BXT, BP, MINB, WSH, true, false>(a, stream);
+    return glean_launch1<T, VX, BXT, BP, MINB, WSH, true, true>(a, stream);
 }
 
 /* Launches one instantiation of gregister_kernel (hgr_launch). */
