@@ -317,21 +317,17 @@ static void test_temporal_every_face_kind(void **state)
     assert_int_equal(every_face_kind(sizes, COUNT(sizes), fused, COUNT(fused), 23), 0);
 }
 
-/* register_tiled's three 3D kernels with staged weights: the ring kernel
- * (the default where rows hold 16-byte groups and 4-byte class words), the
- * lean one (HEAT_CUDA_GR_RING=0, and the default elsewhere) and
- * gregister_kernel (HEAT_CUDA_GR_LEAN=0), every face kind, float and
- * double, on grids whose tiles take one run of planes and several (70
- * planes), with tiles that end inside the grid's rows and beyond them. */
+/* register_tiled's two 3D kernels with staged weights: the lean one (the
+ * default) and gregister_kernel (HEAT_CUDA_GR_LEAN=0), every face kind,
+ * float and double, on grids whose tiles take one run of planes and
+ * several (70 planes), with tiles that end inside the grid's rows and
+ * beyond them. */
 static void test_3d_kernels(void **state)
 {
     (void)state;
     const int64_t sizes[][3] = {{36, 11, 9}, {33, 17, 70}, {260, 9, 70}, {68, 13, 40}};
     const variant v[] = {{"register_tiled", 1}};
     int failures = every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
-    assert_int_equal(setenv("HEAT_CUDA_GR_RING", "0", 1), 0);
-    failures += every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
-    unsetenv("HEAT_CUDA_GR_RING");
     assert_int_equal(setenv("HEAT_CUDA_GR_LEAN", "0", 1), 0);
     failures += every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
     unsetenv("HEAT_CUDA_GR_LEAN");

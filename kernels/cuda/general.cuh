@@ -171,12 +171,6 @@ template <typename T>
 cudaError_t heat_cuda_launch_gtemporal(const heat_general_args<T> &a, bool d3, int k,
                                        cudaStream_t stream);
 
-/* The 3D sweep through a ring of planes fed by asynchronous copies
- * (k_gring.cu): whether the grid suits it (weights staged, rows of 16-byte
- * values and 4-byte class words), and its launch. */
-template <typename T> bool hg_ring_fits(const heat_general_args<T> &a);
-template <typename T> cudaError_t hg_ring_launch(const heat_general_args<T> &a, cudaStream_t stream);
-
 /* k = 2 .. 8 fused steps of one precision and dimension (gtemporal.cuh). */
 template <typename T, bool D3>
 cudaError_t hg_temporal_depth(const heat_general_args<T> &a, int k, cudaStream_t stream);

@@ -36,7 +36,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "gregister.cuh"
+#include "general.cuh"
 
 template <typename T, int VX> using hg_vec = hk_vec<T, VX>;
 
@@ -102,6 +102,155 @@ template <int VX> __device__ __forceinline__ void hgr_load_ints(const int *p, in
     }
 }
 
+
+/* A thread's place in the tile and what it loads, shared by both kernels:
+ * its group of VX values (x from ig, row j of the plane) and, for the
+ * first threads, a halo role as in k_register.cu (a group of the row below
+ * or above the tile in 3D, or one value left or right of a tile row). */
+template <typename T, bool D3, int VX, int BXT, int BP> struct hgr_tile {
+    static constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH;
+    int tp, lane, ig, j, col, w0, w1;
+    long long rowoff;
+    bool full;
+    int hrole, hrow, hcol, hx;
+    long long hoff;
+    bool hfull;
+
+    __device__ __forceinline__ hgr_tile(const heat_general_args<T> &a)
+    {
+        const int tx = threadIdx.x, tid = tx + BXT * threadIdx.y;
+        tp = threadIdx.y;
+        lane = tid & 31;
+        const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
+        ig = x0 + tx * VX;
+        j = p0 + tp;
+        rowoff = D3 ? (long long)hk_map(j, a.np, a.bp) * a.sp : 0;
+        w0 = blockIdx.z * a.wchunk;
+        w1 = min(w0 + a.wchunk, a.nw);
+        full = ig + VX <= a.nx;
+        col = VX + tx * VX;
+        hrole = hrow = hcol = hx = 0;
+        hoff = 0;
+        hfull = false;
+        if (D3 && tid < 2 * BXT) {
+            const int r = tid / BXT, g = tid % BXT;
+            hrole = 1;
+            hrow = r ? ROWS - 1 : 0;
+            hcol = VX + g * VX;
+            hoff = (long long)hk_map(r ? p0 + BP : p0 - 1, a.np, a.bp) * a.sp;
+            hx = x0 + g * VX;
+            hfull = hx + VX <= a.nx;
+        } else {
+            const int t = tid - (D3 ? 2 * BXT : 0);
+            if (t >= 0 && t < 2 * BP) {
+                const int r = t / 2, side = t % 2;
+                hrole = 2;
+                hrow = r + PH;
+                hcol = side ? VX + BX : VX - 1;
+                hoff = D3 ? (long long)hk_map(p0 + r, a.np, a.bp) * a.sp : 0;
+                hx = hk_map(side ? x0 + BX : x0 - 1, a.nx, a.bx);
+            }
+        }
+    }
+    /* VX values and their classes (packed) from x, at plane offset `off`. */
+    __device__ __forceinline__ void load_at(const heat_general_args<T> &a, long long off, int x,
+                                            bool vec, hk_vec<T, VX> &g, unsigned &gc) const
+    {
+        if (vec) {
+            g = vload<T, VX>(a.u + off + x);
+            gc = hg_load_bytes<VX>(a.cls + off + x);
+        } else {
+            gc = 0;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int i = hk_map(x + e, a.nx, a.bx);
+                g.v[e] = a.u[off + i];
+                gc |= (unsigned)a.cls[off + i] << (8 * e);
+            }
+        }
+    }
+    /* The thread's group of the plane at offset woff. */
+    __device__ __forceinline__ void group_at(const heat_general_args<T> &a, long long woff,
+                                             hk_vec<T, VX> &g, unsigned &gc) const
+    {
+        load_at(a, woff + rowoff, ig, full, g, gc);
+    }
+    __device__ __forceinline__ void group(const heat_general_args<T> &a, int w, hk_vec<T, VX> &g,
+                                          unsigned &gc) const
+    {
+        group_at(a, (long long)hk_map(w, a.nw, a.bw) * a.sw, g, gc);
+    }
+    /* The thread's halo values of the plane at offset woff (none without a
+     * role). */
+    __device__ __forceinline__ void halo_at(const heat_general_args<T> &a, long long woff,
+                                            hk_vec<T, VX> &h, unsigned &hc) const
+    {
+        const long long off = woff + hoff;
+        if (hrole == 1) {
+            load_at(a, off, hx, hfull, h, hc);
+        } else if (hrole == 2) {
+            h.v[0] = a.u[off + hx];
+            hc = a.cls[off + hx];
+        }
+    }
+    __device__ __forceinline__ void halo(const heat_general_args<T> &a, int w, hk_vec<T, VX> &h,
+                                         unsigned &hc) const
+    {
+        halo_at(a, (long long)hk_map(w, a.nw, a.bw) * a.sw, h, hc);
+    }
+    /* Whether the row is updated, its faces, and which of the group's nodes
+     * are written, packed into one word made opaque to the compiler (an
+     * empty asm), which would otherwise work them out again from the
+     * arguments on every plane. Bits 0..VX-1: x lo face; 4..: x hi; 8: p lo;
+     * 9: p hi; 12..: node written; 16: all written; 17: row active. */
+    __device__ __forceinline__ unsigned flags(const heat_general_args<T> &a) const
+    {
+        const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
+        unsigned fl = 0;
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const int i = ig + e;
+            fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
+            fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
+            fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
+        }
+        fl |= (unsigned)(D3 && j == 0 && a.bp[0] == HK_NEUMANN) << 8;
+        fl |= (unsigned)(D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
+        fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
+        fl |= (unsigned)row_active << 17;
+        asm volatile("" : "+r"(fl));
+        return fl;
+    }
+};
+
+/* The updated group to memory (the nodes fl says are written) and, with RES,
+ * the largest change into m. */
+template <typename T, bool RES, int VX>
+__device__ __forceinline__ void hgr_store(T *outp, const hk_vec<T, VX> &v, const hk_vec<T, VX> &c,
+                                          unsigned fl, unsigned long long &m)
+{
+    if (fl >> 16 & 1) {
+        vstore<T, VX>(outp, v);
+        if (RES) {
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                unsigned long long d = hk_diff_bits(v.v[e], c.v[e]);
+                m = d > m ? d : m;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            if (fl >> (12 + e) & 1) {
+                outp[e] = v.v[e];
+                if (RES) {
+                    unsigned long long d = hk_diff_bits(v.v[e], c.v[e]);
+                    m = d > m ? d : m;
+                }
+            }
+        }
+    }
+}
 
 template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
 __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_general_args<T> a)
@@ -288,26 +437,26 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
 
 /* The lean 3D variant, for 3 blocks per multiprocessor: the streaming
  * scheme of gregister_kernel (same tile, same loads two planes ahead, the
- * same arithmetic in the same order), with fewer registers live and fewer
- * instructions a node. The kernel is issue-bound (docs/PERFORMANCE.md:
- * its time follows the multiprocessor clock, the issue slots 81% busy), so
- * every instruction a node counts:
+ * same arithmetic in the same order) with fewer registers live and fewer
+ * instructions a node:
  * - Materials travel as bytes, one per node, packed VX to a word, in
- *   registers and in the shared plane, scaled by sizeof(T) when staged
- *   (nmat <= 32 where the weights are staged, so a scaled index still
- *   fits a byte): a weight's address is then the centre's row plus the
- *   neighbour's byte plus an immediate, the three axes' tables lying at
- *   fixed offsets (gl_stage).
- * - The loop is unrolled by two, so the shared half of each plane is a
- *   constant and every shared address is one register plus an immediate,
- *   and the planes in flight alternate between two register sets instead
- *   of being moved; the centre plane is read back from shared memory.
+ *   registers and in the shared plane, scaled by sizeof(T) (nmat <= 32
+ *   where the weights are staged, so a scaled index still fits a byte): a
+ *   weight's address is the centre's row plus the neighbour's byte plus an
+ *   immediate, the three axes' tables lying at fixed offsets (gl_stage).
+ * - The centre plane is read back from its shared half, so only the next
+ *   plane and the one in flight live in registers; the halo groups load one
+ *   plane ahead.
  * - Each node's update is computed whole before the next, so no arrays of
  *   differences live across the face branch.
- * With staged weights: 80 registers and no spill (113 and 114 for
- * gregister_kernel), so 24 warps a multiprocessor instead of 16. H1: the
- * halo groups load one plane ahead (fewer registers live; double needs it
- * at 80 registers). */
+ * 80 registers, no spill (113 and 114 for gregister_kernel): 24 warps a
+ * multiprocessor instead of 16. The scaled bytes and fixed offsets cut the
+ * instructions by 12% in float and 18% in double and the time by 0.4% and
+ * 1.1% at 512^3: the kernel is not bound by its issue rate alone
+ * (docs/PERFORMANCE.md, "Materials: where the time goes"). Unrolled by two
+ * (constant shared halves, no register moves) it ran 19% fewer
+ * instructions than before but spilled and ran 3% slower in float, 7% in
+ * double. */
 
 /* The lean kernel's staged tables, all in static shared memory: q[class],
  * the class's material times sizeof(T), then w[axis][a][b] with each axis
@@ -320,7 +469,7 @@ template <typename T> struct gl_stage {
     static_assert(W % 16 == 0, "the weights stay aligned");
 };
 
-template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH, bool H1, bool U2>
+template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
 __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
@@ -372,18 +521,18 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
 
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
-    /* Planes in flight alternate between the sets A and B (values, halo
-     * group, its classes); the classes of the centre and the next plane. */
-    hk_vec<T, VX> vA, vB, hA, hB;
-    unsigned hcA = 0, hcB = 0, ccur, cnxt, cnn = 0;
+    /* The next plane and the plane after next (in flight), the halo group
+     * of the next plane (loaded one plane ahead), and the classes of the
+     * centre, the next plane and the plane after next. */
+    hk_vec<T, VX> nxt, nn, hnext;
+    unsigned hcnext = 0, ccur, cnxt, cnn = 0;
     {
         hk_vec<T, VX> prev, cur, hcur;
         unsigned cprev, hccur;
         t.group(a, w0 - 1, prev, cprev);
         t.group(a, w0, cur, ccur);
-        t.group(a, w0 + 1, vA, cnxt);
+        t.group(a, w0 + 1, nxt, cnxt);
         t.halo(a, w0, hcur, hccur);
-        if (!H1 && w0 + 1 < w1) t.halo(a, w0 + 1, hA, hcA);
         vstore<T, VX>(&sm[1][tp + 1][col], prev);
         hg_store_bytes<VX>(&smb[1][tp + 1][col], hg_mats<VX>(tmat, cprev));
         store_plane(0, cur, hg_mats<VX>(tmat, ccur), hcur, hccur);
@@ -392,34 +541,27 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
 
     long long noff = (long long)(w0 + 2) * a.sw;
     T *outp = a.out + (long long)w0 * a.sw + (long long)j * a.sp + ig;
-    /* The step of plane w, its centre in shared half P (the plane before in
-     * half P ^ 1), the next plane in nx (with its halo in hx), the plane
-     * after next loading into nn (and hn). */
-    auto step = [&](int par, int w, const hk_vec<T, VX> &nx, hk_vec<T, VX> &nn,
-                    hk_vec<T, VX> &hx, unsigned &hcx, hk_vec<T, VX> &hn, unsigned &hcn) {
-        const int P = par;
+    for (int w = w0; w < w1; w++, outp += a.sw, noff += a.sw) {
+        const int b = (w - w0) & 1; /* the centre's shared half */
         if (w + 1 < w1) {
             const long long off = w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
             t.group_at(a, off, nn, cnn);
-            if (H1)
-                t.halo_at(a, w + 1 < a.nw ? noff - a.sw : (long long)hk_map(w + 1, a.nw, a.bw) * a.sw,
-                          hx, hcx);
-            else if (w + 2 < w1)
-                t.halo_at(a, off, hn, hcn);
+            t.halo_at(a, w + 1 < a.nw ? noff - a.sw : (long long)hk_map(w + 1, a.nw, a.bw) * a.sw,
+                      hnext, hcnext);
         }
         const unsigned mwn = hg_mats<VX>(tmat, cnxt);
 
         const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
         if ((fl >> 17 & 1) && !(wedge && hk_held(w, a.nw, a.bw))) {
-            const T *rc = &sm[P][tp + 1][col];
-            const uint8_t *mc = &smb[P][tp + 1][col];
+            const T *rc = &sm[b][tp + 1][col];
+            const uint8_t *mc = &smb[b][tp + 1][col];
             const hk_vec<T, VX> cur = vload<T, VX>(rc);
-            const hk_vec<T, VX> prev = vload<T, VX>(&sm[P ^ 1][tp + 1][col]);
+            const hk_vec<T, VX> prev = vload<T, VX>(&sm[b ^ 1][tp + 1][col]);
             const hk_vec<T, VX> pm = vload<T, VX>(rc - RS);
             const hk_vec<T, VX> pp = vload<T, VX>(rc + RS);
             const T left = rc[-1], right = rc[VX];
             const unsigned mwc = hg_load_bytes<VX>(mc);
-            const unsigned mwp = hg_load_bytes<VX>(&smb[P ^ 1][tp + 1][col]);
+            const unsigned mwp = hg_load_bytes<VX>(&smb[b ^ 1][tp + 1][col]);
             const unsigned mpm = hg_load_bytes<VX>(mc - RS);
             const unsigned mpp = hg_load_bytes<VX>(mc + RS);
             const unsigned mleft = mc[-1], mright = mc[VX];
@@ -435,7 +577,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
                 const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : left;
                 const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : right;
                 T dxm = xm - c, dxp = xp - c, dpm = pm.v[e] - c, dpp = pp.v[e] - c;
-                T dwm = prev.v[e] - c, dwp = nx.v[e] - c;
+                T dwm = prev.v[e] - c, dwp = nxt.v[e] - c;
                 const unsigned ms = (unsigned)hg_byte(mwc, e); /* material * TS */
                 if (F) {
                     const int mi = (int)(ms / TS);
@@ -444,7 +586,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
                     if (fl >> 8 & 1) dpm = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
                     if (fl >> 9 & 1) dpp = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
                     if (wglo) dwm = hg_ghost(a, HG_FWLO, mi, prev.v[e], c);
-                    if (wghi) dwp = hg_ghost(a, HG_FWHI, mi, nx.v[e], c);
+                    if (wghi) dwp = hg_ghost(a, HG_FWHI, mi, nxt.v[e], c);
                 }
                 const unsigned row = ms * nmat;
                 const unsigned bxm = e > 0 ? (unsigned)hg_byte(mwc, e > 0 ? e - 1 : 0) : mleft;
@@ -467,52 +609,55 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
             }
             hgr_store<T, RES, VX>(outp, v, cur, fl, m);
         }
-        if (w + 1 < w1) store_plane(P ^ 1, nx, mwn, hx, hcx);
+        if (w + 1 < w1) store_plane(b ^ 1, nxt, mwn, hnext, hcnext);
         __syncthreads();
+        nxt = nn;
         ccur = cnxt;
         cnxt = cnn;
-        outp += a.sw;
-        noff += a.sw;
-    };
-    if (!U2) {
-        for (int w = w0; w < w1; w++) {
-            step((w - w0) & 1, w, vA, vB, hA, hcA, hB, hcB);
-            vA = vB;
-            if (!H1) hA = hB, hcA = hcB;
-        }
-    } else
-    for (int w = w0; w < w1; w += 2) {
-        step(0, w, vA, vB, hA, hcA, hB, hcB);
-        if (w + 1 >= w1) break;
-        if (H1) /* one halo set: loaded and stored within the step */
-            step(1, w + 1, vB, vA, hA, hcA, hB, hcB);
-        else
-            step(1, w + 1, vB, vA, hB, hcB, hA, hcA);
     }
     if (RES) hk_block_max(m, a.resid);
+}
+
+/* Launches one instantiation (plain, or with the residual): the tile, the
+ * runs of planes per block (3D: runs that fill the resident slots,
+ * heat_cuda_wchunk_fill; 2D: about one wave, heat_cuda_wchunk), `sh` bytes
+ * of staged tables. The occupancy is asked again when the kernel or the
+ * stage's size changes. */
+template <typename T, bool D3, int VX, int BXT, int BP>
+static cudaError_t hgr_launch(const heat_general_args<T> &a, size_t sh,
+                              void (*plain)(const heat_general_args<T>),
+                              void (*res)(const heat_general_args<T>), cudaStream_t stream)
+{
+    static int blocks_per_sm = 0;
+    static size_t asked = 0;
+    static void (*of)(const heat_general_args<T>) = nullptr;
+    if (!blocks_per_sm || asked != sh || of != plain) {
+        cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, plain, BXT * BP, sh);
+        if (e != cudaSuccess) return e;
+        if (blocks_per_sm < 1) blocks_per_sm = 1;
+        asked = sh;
+        of = plain;
+    }
+    constexpr int BX = BXT * VX;
+    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
+    heat_general_args<T> b = a;
+    b.wchunk = D3 ? heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm)
+                  : heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
+    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
+    (a.resid ? res : plain)<<<grid, block, sh, stream>>>(b);
+    return cudaGetLastError();
 }
 
 /* Launches the lean kernel: runs of planes that fill the resident blocks
  * (heat_cuda_wchunk_fill: at 512^3, 256 tiles for 396 slots, one run a tile
  * left a third of the slots empty and the kernel at 16 warps a
  * multiprocessor). Its tables are static shared memory. */
-template <typename T, int VX, int BXT, int BP, int MINB, bool WSH, bool H1, bool U2>
-static cudaError_t glean_launch1(const heat_general_args<T> &a, cudaStream_t stream)
-{
-    return hgr_launch<T, true, VX, BXT, BP>(a, 0,
-                                            glean_kernel<T, false, VX, BXT, BP, MINB, WSH, H1, U2>,
-                                            glean_kernel<T, true, VX, BXT, BP, MINB, WSH, H1, U2>,
-                                            stream);
-}
-
-template <typename T, int VX, int BXT, int BP, int MINB, bool WSH, bool H1>
+template <typename T, int VX, int BXT, int BP, int MINB, bool WSH>
 static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    const char *s = getenv("HEAT_CUDA_GL_VARIANT");
-    const int v = s ? atoi(s) : 0;
-    if (v == 1) return glean_launch1<T, VX, BXT, BP, MINB, WSH, H1, false>(a, stream);
-    if (v == 2) return glean_launch1<T, VX, BXT, BP, MINB, WSH, true, false>(a, stream);
-    return glean_launch1<T, VX, BXT, BP, MINB, WSH, true, true>(a, stream);
+    return hgr_launch<T, true, VX, BXT, BP>(a, 0, glean_kernel<T, false, VX, BXT, BP, MINB, WSH>,
+                                            glean_kernel<T, true, VX, BXT, BP, MINB, WSH>, stream);
 }
 
 /* Launches one instantiation of gregister_kernel (hgr_launch). */
@@ -527,23 +672,10 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
 /* Whether 3D with staged weights runs the lean kernel (the default;
  * HEAT_CUDA_GR_LEAN=0 runs gregister_kernel instead, for comparison and so
  * that the tests cover both). Read on every launch. */
-static bool env_on(const char *name)
-{
-    const char *s = getenv(name);
-    return !s || !*s || atoi(s) != 0;
-}
-
 static bool lean_on(void)
 {
-    return env_on("HEAT_CUDA_GR_LEAN");
-}
-
-/* Whether 3D with staged weights runs the ring kernel (k_gring.cu) where
- * the grid suits it (the default; HEAT_CUDA_GR_RING=0 runs the lean kernel
- * instead). Read on every launch. */
-static bool ring_on(void)
-{
-    return env_on("HEAT_CUDA_GR_RING");
+    const char *s = getenv("HEAT_CUDA_GR_LEAN");
+    return !s || !*s || atoi(s) != 0;
 }
 
 /* 3D: 64 x 4 threads (the uniform kernel's tile). With the weights staged,
@@ -560,11 +692,7 @@ static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStre
 {
     if (d3) {
         if constexpr (WSH)
-            if (lean_on()) {
-                if (VX == 16 / sizeof(T) && ring_on() && hg_ring_fits<T>(a))
-                    return hg_ring_launch<T>(a, stream);
-                return glean_launch<T, VX, 64, 4, 3, WSH, sizeof(T) == 8>(a, stream);
-            }
+            if (lean_on()) return glean_launch<T, VX, 64, 4, 3, WSH>(a, stream);
         return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
     }
     return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
