@@ -317,20 +317,30 @@ static void test_temporal_every_face_kind(void **state)
     assert_int_equal(every_face_kind(sizes, COUNT(sizes), fused, COUNT(fused), 23), 0);
 }
 
-/* register_tiled's two 3D kernels with staged weights: the lean one (the
- * default) and gregister_kernel (HEAT_CUDA_GR_LEAN=0), every face kind,
- * float and double, on grids whose tiles take one run of planes and
- * several (70 planes), with tiles that end inside the grid's rows and
- * beyond them. */
+/* register_tiled's 3D kernels with staged weights: the warp-tile kernel
+ * (the default; with 32-bit offsets, and with 64-bit ones through
+ * HEAT_CUDA_GR_OFF64), glean_kernel and gregister_kernel
+ * (HEAT_CUDA_GR_KERNEL=lean, plain), every face kind, float and double, on
+ * grids whose tiles take one run of planes and several (70 planes), with
+ * tiles and warps that end inside the grid's rows and columns and beyond
+ * them, and rows of single values (odd x). */
 static void test_3d_kernels(void **state)
 {
     (void)state;
     const int64_t sizes[][3] = {{36, 11, 9}, {33, 17, 70}, {260, 9, 70}, {68, 13, 40}};
     const variant v[] = {{"register_tiled", 1}};
-    int failures = every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
-    assert_int_equal(setenv("HEAT_CUDA_GR_LEAN", "0", 1), 0);
-    failures += every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
-    unsetenv("HEAT_CUDA_GR_LEAN");
+    static const char *const how[][2] = {{"HEAT_CUDA_GR_KERNEL", "warp"},
+                                         {"HEAT_CUDA_GR_OFF64", "1"},
+                                         {"HEAT_CUDA_GR_KERNEL", "lean"},
+                                         {"HEAT_CUDA_GR_KERNEL", "plain"}};
+    int failures = 0;
+    for (int h = 0; h < COUNT(how); h++) {
+        assert_int_equal(setenv(how[h][0], how[h][1], 1), 0);
+        const int f = every_face_kind(sizes, COUNT(sizes), v, COUNT(v), 7);
+        if (f) print_error("%s=%s: %d failed\n", how[h][0], how[h][1], f);
+        failures += f;
+        unsetenv(how[h][0]);
+    }
     assert_int_equal(failures, 0);
 }
 

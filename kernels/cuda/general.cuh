@@ -158,6 +158,40 @@ __device__ __forceinline__ T hg_point(const T *w, int M, int a, T c, T q, T dxm,
     return c + (s + q);
 }
 
+/* The update of node (i, j, w), which the sweep writes (hk_writes), one
+ * thread's plain reading of the formula: every neighbour and class from
+ * global memory (mapped through the faces: a ghost's value and material are
+ * the mirrored node's), the tables through the read-only cache, hg_ghost on
+ * mirrored faces, hg_point's arithmetic. The value; the centre's in c. */
+template <typename T, bool D3>
+__device__ __forceinline__ T hg_simple_point(const heat_general_args<T> &a, int i, int j, int w,
+                                             T &c)
+{
+    const long long row = (long long)w * a.sw + (long long)j * a.sp;
+    const long long plane = (long long)w * a.sw + i, col = (long long)j * a.sp + i;
+    const long long oxm = row + hk_map(i - 1, a.nx, a.bx), oxp = row + hk_map(i + 1, a.nx, a.bx);
+    const long long opm = D3 ? plane + hk_map(j - 1, a.np, a.bp) * a.sp : row + i;
+    const long long opp = D3 ? plane + hk_map(j + 1, a.np, a.bp) * a.sp : row + i;
+    const long long owm = col + hk_map(w - 1, a.nw, a.bw) * a.sw;
+    const long long owp = col + hk_map(w + 1, a.nw, a.bw) * a.sw;
+    c = a.u[row + i];
+    const T cc = c;
+    const int cl = a.cls[row + i], am = __ldg(&a.mat[cl]);
+    auto mat = [&](long long o) { return (int)__ldg(&a.mat[a.cls[o]]); };
+    auto diff = [&](long long o, bool face, int f) {
+        return face ? hg_ghost(a, f, am, a.u[o], cc) : a.u[o] - cc;
+    };
+    const T dxm = diff(oxm, i == 0 && a.bx[0] == HK_NEUMANN, HG_FXLO);
+    const T dxp = diff(oxp, i == a.nx - 1 && a.bx[1] == HK_NEUMANN, HG_FXHI);
+    const T dpm = D3 ? diff(opm, j == 0 && a.bp[0] == HK_NEUMANN, HG_FPLO) : T(0);
+    const T dpp = D3 ? diff(opp, j == a.np - 1 && a.bp[1] == HK_NEUMANN, HG_FPHI) : T(0);
+    const T dwm = diff(owm, w == 0 && a.bw[0] == HK_NEUMANN, HG_FWLO);
+    const T dwp = diff(owp, w == a.nw - 1 && a.bw[1] == HK_NEUMANN, HG_FWHI);
+    return hg_point<T, D3>(a.w, a.nmat, am, cc, __ldg(&a.q[cl]), dxm, dxp, mat(oxm), mat(oxp), dpm,
+                           dpp, D3 ? mat(opm) : 0, D3 ? mat(opp) : 0, dwm, dwp, mat(owm),
+                           mat(owp));
+}
+
 /* Launchers (k_gsimple.cu, k_gregister.cu, k_gtemporal_*.cu), float and
  * double: one sweep (or k fused steps) u -> out on `stream`, returning the
  * launch's status. gsimple serves the naive, tiled and sliced kernels;
@@ -170,6 +204,15 @@ cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, c
 template <typename T>
 cudaError_t heat_cuda_launch_gtemporal(const heat_general_args<T> &a, bool d3, int k,
                                        cudaStream_t stream);
+
+/* 3D: the nodes on the mirrored faces (Neumann, flux, convective; HK_NEUMANN
+ * in a.bx, a.bp, a.bw) that the sweep writes, one thread each, with
+ * hg_simple_point; the residual folded into a.resid. A node on several such
+ * faces is the first face's. For a sweep that leaves those nodes out (the
+ * warp-tile kernel, k_gregister.cu). Launches nothing where no face is
+ * mirrored. */
+template <typename T>
+cudaError_t heat_cuda_launch_gfaces(const heat_general_args<T> &a, cudaStream_t stream);
 
 /* k = 2 .. 8 fused steps of one precision and dimension (gtemporal.cuh). */
 template <typename T, bool D3>

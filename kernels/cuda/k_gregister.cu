@@ -103,6 +103,33 @@ template <int VX> __device__ __forceinline__ void hgr_load_ints(const int *p, in
 }
 
 
+/* Whether row j is updated, its faces, and which of the group's VX nodes
+ * from x = ig are written, packed into one word made opaque to the compiler
+ * (an empty asm), which would otherwise work them out again from the
+ * arguments on every plane. Bits 0..VX-1: x lo face; 4..: x hi; 8: p lo;
+ * 9: p hi; 12..: node written; 16: all written (and the group whole in
+ * the grid: `full`); 17: row active. */
+template <typename T, bool D3, int VX>
+__device__ __forceinline__ unsigned hgr_flags(const heat_general_args<T> &a, int ig, int j,
+                                              bool full)
+{
+    const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
+    unsigned fl = 0;
+#pragma unroll
+    for (int e = 0; e < VX; e++) {
+        const int i = ig + e;
+        fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
+        fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
+        fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
+    }
+    fl |= (unsigned)(D3 && j == 0 && a.bp[0] == HK_NEUMANN) << 8;
+    fl |= (unsigned)(D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
+    fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
+    fl |= (unsigned)row_active << 17;
+    asm volatile("" : "+r"(fl));
+    return fl;
+}
+
 /* A thread's place in the tile and what it loads, shared by both kernels:
  * its group of VX values (x from ig, row j of the plane) and, for the
  * first threads, a halo role as in k_register.cu (a group of the row below
@@ -198,28 +225,9 @@ template <typename T, bool D3, int VX, int BXT, int BP> struct hgr_tile {
     {
         halo_at(a, (long long)hk_map(w, a.nw, a.bw) * a.sw, h, hc);
     }
-    /* Whether the row is updated, its faces, and which of the group's nodes
-     * are written, packed into one word made opaque to the compiler (an
-     * empty asm), which would otherwise work them out again from the
-     * arguments on every plane. Bits 0..VX-1: x lo face; 4..: x hi; 8: p lo;
-     * 9: p hi; 12..: node written; 16: all written; 17: row active. */
     __device__ __forceinline__ unsigned flags(const heat_general_args<T> &a) const
     {
-        const bool row_active = j < a.np && (!D3 || !hk_held(j, a.np, a.bp));
-        unsigned fl = 0;
-#pragma unroll
-        for (int e = 0; e < VX; e++) {
-            const int i = ig + e;
-            fl |= (unsigned)(i == 0 && a.bx[0] == HK_NEUMANN) << e;
-            fl |= (unsigned)(i == a.nx - 1 && a.bx[1] == HK_NEUMANN) << (4 + e);
-            fl |= (unsigned)(i < a.nx && !hk_held(i, a.nx, a.bx)) << (12 + e);
-        }
-        fl |= (unsigned)(D3 && j == 0 && a.bp[0] == HK_NEUMANN) << 8;
-        fl |= (unsigned)(D3 && j == a.np - 1 && a.bp[1] == HK_NEUMANN) << 9;
-        fl |= (unsigned)(full && (fl >> 12 & ((1u << VX) - 1)) == (1u << VX) - 1) << 16;
-        fl |= (unsigned)row_active << 17;
-        asm volatile("" : "+r"(fl));
-        return fl;
+        return hgr_flags<T, D3, VX>(a, ig, j, full);
     }
 };
 
@@ -469,6 +477,24 @@ template <typename T> struct gl_stage {
     static_assert(W % 16 == 0, "the weights stay aligned");
 };
 
+/* Copies the tables into the stage gst (gl_stage's layout) with the
+ * block's nt threads, this one being tid; the caller synchronizes. */
+template <typename T>
+__device__ __forceinline__ void gl_stage_tables(const heat_general_args<T> &a, unsigned char *gst,
+                                                int tid, int nt)
+{
+    using G = gl_stage<T>;
+    const int n2 = a.nmat * a.nmat;
+    for (int i = tid; i < HG_CLASSES; i += nt) {
+        reinterpret_cast<T *>(gst)[i] = a.q[i];
+        gst[G::MAT + i] = (uint8_t)(a.mat[i] * sizeof(T));
+    }
+    for (int i = tid; i < 3 * n2; i += nt) {
+        const int k = i / n2;
+        reinterpret_cast<T *>(gst + G::W + k * GL_AXB)[i - k * n2] = a.w[i];
+    }
+}
+
 template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
 __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general_args<T> a)
 {
@@ -481,18 +507,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
     __shared__ __align__(16) T sm[2][ROWS][RS];
     __shared__ __align__(16) uint8_t smb[2][ROWS][RS]; /* the plane's materials (scaled) */
     __shared__ __align__(16) unsigned char gst[G::BYTES];
-    {
-        const int tid = threadIdx.x + BXT * threadIdx.y;
-        const int n2 = a.nmat * a.nmat;
-        for (int i = tid; i < HG_CLASSES; i += BXT * BP) {
-            reinterpret_cast<T *>(gst)[i] = a.q[i];
-            gst[G::MAT + i] = (uint8_t)(a.mat[i] * TS);
-        }
-        for (int i = tid; i < 3 * n2; i += BXT * BP) {
-            const int k = i / n2;
-            reinterpret_cast<T *>(gst + G::W + k * GL_AXB)[i - k * n2] = a.w[i];
-        }
-    }
+    gl_stage_tables<T>(a, gst, threadIdx.x + BXT * threadIdx.y, BXT * BP);
     const uint8_t *const tmat = gst + G::MAT;
     const unsigned nmat = (unsigned)a.nmat;
     /* Weight of axis k at byte offset off (row + scaled column). */
@@ -618,35 +633,241 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
     if (RES) hk_block_max(m, a.resid);
 }
 
+/* The warp-tile 3D kernel, the default where the weights are staged:
+ * glean_kernel's tables and arithmetic, node for node, with no shared plane
+ * and no barrier per plane. Each warp owns LX groups of VX values by
+ * LY = 32 / LX rows of the block's tile and streams its planes along w on
+ * its own (the scheme of register caches: Ben-Nun et al., "Enhancing
+ * register file utilization with register caches", and the shuffle-based
+ * stencils of Chen et al., SC19 "ssam"):
+ * - in-plane neighbours come by warp shuffle, x from the next lane, p from
+ *   the lane LX away;
+ * - what lies beyond the warp is loaded by the lanes at its edges: the
+ *   lanes of row 0 load the row before the warp's first, those of row
+ *   LY - 1 the row after its last (one group each, mapped through the
+ *   faces), the lanes of column 0 and LX - 1 the value left or right of
+ *   their row; the cache mostly serves them from a neighbouring warp's
+ *   loads, so the memory traffic stays a read and a write of the field;
+ * - the planes before and after the centre stay in registers, with their
+ *   classes packed and materials as scaled bytes (glean_kernel).
+ * A lane beyond the grid's last column or row loads the mapped node there
+ * (the ghost where it borders the grid), so its neighbour's shuffle gets
+ * the ghost's value and material; every lane takes part in every shuffle
+ * and only the nodes that flags marks written are stored. 64 registers, no
+ * spill: 32 warps a multiprocessor, against glean_kernel's 24 and one
+ * barrier per plane (docs/PERFORMANCE.md, "The warp-tile kernel"). */
+template <typename T, bool RES, int VX, int LX, int WBX, int WBY, int MINB, bool I32>
+__global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_general_args<T> a)
+{
+    /* Offsets into the field: 32-bit where it has fewer than 2^31 nodes
+     * (four registers fewer). */
+    using O = std::conditional_t<I32, int, long long>;
+    constexpr int LY = 32 / LX;
+    static_assert(LX * LY == 32 && LY >= 2, "a warp is LX x LY lanes, two rows or more");
+    constexpr unsigned TS = sizeof(T), ALL = 0xffffffffu;
+    using G = gl_stage<T>;
+    using V = hk_vec<T, VX>;
+    __shared__ __align__(16) unsigned char gst[G::BYTES];
+    __shared__ __align__(16) T pslot[32 * WBX * WBY][VX]; /* the plane before the centre */
+    gl_stage_tables<T>(a, gst, threadIdx.x, 32 * WBX * WBY);
+    const uint8_t *const tmat = gst + G::MAT;
+    const unsigned nmat = (unsigned)a.nmat;
+    /* Weight of axis k at byte offset off (row + scaled column). */
+    auto W = [&](int k, unsigned off) -> T {
+        return *reinterpret_cast<const T *>(gst + G::W + k * GL_AXB + off);
+    };
+
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int lx = lane % LX, ly = lane / LX;
+    const int ig = ((blockIdx.x * WBX + wid % WBX) * LX + lx) * VX;
+    const int j = (blockIdx.y * WBY + wid / WBX) * LY + ly;
+    const bool top = ly == 0, bot = ly == LY - 1, sl = lx == 0, sr = lx == LX - 1;
+    const bool edge_row = top || bot, edge_col = sl || sr;
+    const bool full = ig + VX <= a.nx;
+    /* The group's offset in a plane, the edge row's (rows 0 and LY - 1) and
+     * the edge value's (lanes 0 and LX - 1), mapped through the faces. */
+    const O sp = (O)a.sp, sw = (O)a.sw, rowoff = (O)hk_map(j, a.np, a.bp) * sp;
+    const O gofs = rowoff + ig;
+    const O hofs = (O)hk_map(top ? j - 1 : j + 1, a.np, a.bp) * sp + ig;
+    const O sofs = rowoff + hk_map(sl ? ig - 1 : ig + VX, a.nx, a.bx);
+    const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
+    /* The group (values, packed classes) at offset off; beyond the grid's
+     * last column each node mapped through the face. */
+    auto load = [&](O off, V &g, unsigned &gc) {
+        if (full) {
+            g = vload<T, VX>(a.u + off);
+            gc = hg_load_bytes<VX>(a.cls + off);
+        } else {
+            gc = 0;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const O i = off - ig + hk_map(ig + e, a.nx, a.bx);
+                g.v[e] = a.u[i];
+                gc |= (unsigned)a.cls[i] << (8 * e);
+            }
+        }
+    };
+    auto plane = [&](int w) { return (O)hk_map(w, a.nw, a.bw) * sw; };
+
+    /* The nodes written: not those on a mirrored face (gfaces_kernel's). */
+    unsigned fl = hgr_flags<T, true, VX>(a, ig, j, full);
+    {
+        const unsigned xf = (fl | fl >> 4) & ((1u << VX) - 1);
+        fl &= ~(xf << 12);
+        if (xf) fl &= ~(1u << 16);
+        if (fl & 0x300u) fl &= ~(1u << 17);
+        asm volatile("" : "+r"(fl));
+    }
+    __syncthreads(); /* the staged tables */
+    unsigned long long m = 0;
+    /* Planes before, at and after the centre, the one after in flight; the
+     * centre's edge row and edge value, the next plane's in flight. */
+    V cur, nxt, nn, hc, hn;
+    T sc = 0, sn = 0;
+    unsigned cc, cn, cnn = 0, mwp, mwc, mwn, mhc = 0, hcn = 0, msc = 0, scn = 0;
+    T *const ps = pslot[threadIdx.x];
+    {
+        const O pc = plane(w0);
+        unsigned cp;
+        V prev;
+        load(plane(w0 - 1) + gofs, prev, cp);
+        vstore<T, VX>(ps, prev);
+        load(pc + gofs, cur, cc);
+        load(plane(w0 + 1) + gofs, nxt, cn);
+        mwp = hg_mats<VX>(tmat, cp);
+        mwc = hg_mats<VX>(tmat, cc);
+        if (edge_row) {
+            unsigned hcc;
+            load(pc + hofs, hc, hcc);
+            mhc = hg_mats<VX>(tmat, hcc);
+        }
+        if (edge_col) sc = a.u[pc + sofs], msc = tmat[a.cls[pc + sofs]];
+    }
+
+    O noff = (O)(w0 + 2) * sw; /* plane w + 2, advanced */
+    for (int w = w0; w < w1; w++, noff += sw) {
+        if (w + 1 < w1) {
+            const O o1 = noff - sw; /* w + 1 < nw: inside */
+            load((w + 2 < a.nw ? noff : plane(w + 2)) + gofs, nn, cnn);
+            if (edge_row) load(o1 + hofs, hn, hcn);
+            if (edge_col) sn = a.u[o1 + sofs], scn = a.cls[o1 + sofs];
+        }
+        mwn = hg_mats<VX>(tmat, cn);
+
+        /* The neighbours' materials and the x ends, from the lanes around
+         * or the edge loads. */
+        unsigned mym = __shfl_up_sync(ALL, mwc, LX), myp = __shfl_down_sync(ALL, mwc, LX);
+        if (top) mym = mhc;
+        if (bot) myp = mhc;
+        unsigned mxl = (unsigned)hg_byte(__shfl_up_sync(ALL, mwc, 1), VX - 1);
+        unsigned mxr = (unsigned)hg_byte(__shfl_down_sync(ALL, mwc, 1), 0);
+        T xl = __shfl_up_sync(ALL, cur.v[VX - 1], 1), xr = __shfl_down_sync(ALL, cur.v[0], 1);
+        if (sl) xl = sc, mxl = msc;
+        if (sr) xr = sc, mxr = msc;
+
+        /* The first and the last plane when held or mirrored (the same for
+         * the whole block): nothing to compute. */
+        const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
+        if (!(wedge && ((w == 0 && a.bw[0] != HK_PERIODIC) ||
+                        (w == a.nw - 1 && a.bw[1] != HK_PERIODIC)))) {
+            const V prev = vload<T, VX>(ps);
+            V v;
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                T pm = __shfl_up_sync(ALL, cur.v[e], LX), pp = __shfl_down_sync(ALL, cur.v[e], LX);
+                if (top) pm = hc.v[e];
+                if (bot) pp = hc.v[e];
+                const T c = cur.v[e];
+                const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : xl;
+                const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : xr;
+                const unsigned row = (unsigned)hg_byte(mwc, e) * nmat;
+                const unsigned bxm = e > 0 ? (unsigned)hg_byte(mwc, e > 0 ? e - 1 : 0) : mxl;
+                const unsigned bxp =
+                    e < VX - 1 ? (unsigned)hg_byte(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
+                T s = W(0, row + bxm) * (xm - c) + W(0, row + bxp) * (xp - c);
+                s = s + (W(1, row + (unsigned)hg_byte(mym, e)) * (pm - c) +
+                         W(1, row + (unsigned)hg_byte(myp, e)) * (pp - c));
+                s = s + (W(2, row + (unsigned)hg_byte(mwp, e)) * (prev.v[e] - c) +
+                         W(2, row + (unsigned)hg_byte(mwn, e)) * (nxt.v[e] - c));
+                const T q = *reinterpret_cast<const T *>(gst + (unsigned)hg_byte(cc, e) * TS);
+                v.v[e] = c + (s + q);
+            }
+            /* (Written nodes lie inside the grid: there gofs is j sp + ig.) */
+            if (fl >> 17 & 1) hgr_store<T, RES, VX>(a.out + (noff - 2 * sw + gofs), v, cur, fl, m);
+        }
+        vstore<T, VX>(ps, cur);
+        cur = nxt;
+        nxt = nn;
+        mwp = mwc;
+        mwc = mwn;
+        cc = cn;
+        cn = cnn;
+        if (edge_row) hc = hn, mhc = hg_mats<VX>(tmat, hcn);
+        if (edge_col) sc = sn, msc = tmat[scn];
+    }
+    if (RES) hk_block_max(m, a.resid);
+}
+
 /* Launches one instantiation (plain, or with the residual): the tile, the
  * runs of planes per block (3D: runs that fill the resident slots,
  * heat_cuda_wchunk_fill; 2D: about one wave, heat_cuda_wchunk), `sh` bytes
  * of staged tables. The occupancy is asked again when the kernel or the
  * stage's size changes. */
-template <typename T, bool D3, int VX, int BXT, int BP>
-static cudaError_t hgr_launch(const heat_general_args<T> &a, size_t sh,
-                              void (*plain)(const heat_general_args<T>),
-                              void (*res)(const heat_general_args<T>), cudaStream_t stream)
+template <typename T, bool D3>
+static cudaError_t hgr_launch_tile(const heat_general_args<T> &a, size_t sh,
+                                   void (*plain)(const heat_general_args<T>),
+                                   void (*res)(const heat_general_args<T>), dim3 block, int bx,
+                                   int bp, cudaStream_t stream)
 {
     static int blocks_per_sm = 0;
     static size_t asked = 0;
     static void (*of)(const heat_general_args<T>) = nullptr;
     if (!blocks_per_sm || asked != sh || of != plain) {
-        cudaError_t e =
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, plain, BXT * BP, sh);
+        cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm, plain, (int)(block.x * block.y * block.z), sh);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
         asked = sh;
         of = plain;
     }
-    constexpr int BX = BXT * VX;
-    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
+    const long long tx = (a.nx + bx - 1) / bx, ty = (a.np + bp - 1) / bp;
     heat_general_args<T> b = a;
     b.wchunk = D3 ? heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm)
                   : heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
-    const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
+    const dim3 grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     (a.resid ? res : plain)<<<grid, block, sh, stream>>>(b);
     return cudaGetLastError();
+}
+
+/* The same for a kernel of BXT x BP threads, each a group of VX values. */
+template <typename T, bool D3, int VX, int BXT, int BP>
+static cudaError_t hgr_launch(const heat_general_args<T> &a, size_t sh,
+                              void (*plain)(const heat_general_args<T>),
+                              void (*res)(const heat_general_args<T>), cudaStream_t stream)
+{
+    return hgr_launch_tile<T, D3>(a, sh, plain, res, dim3(BXT, BP), BXT * VX, BP, stream);
+}
+
+/* Launches the warp-tile kernel: blocks of WBX x WBY warps, a tile of
+ * WBX LX VX columns by WBY (32 / LX) rows, runs of planes that fill the
+ * resident blocks. Its tables are static shared memory. */
+template <typename T, int VX, int LX, int WBX, int WBY, int MINB>
+static cudaError_t gwarp_launch(const heat_general_args<T> &a, cudaStream_t stream)
+{
+    const dim3 block(32 * WBX * WBY);
+    constexpr int bx = WBX * LX * VX, bp = WBY * (32 / LX);
+    /* 32-bit offsets where every plane offset the kernel forms, up to
+     * nw + 1 planes, stays below 2^31. */
+    const char *wide = getenv("HEAT_CUDA_GR_OFF64"); /* the 64-bit path, for the tests */
+    const cudaError_t e =
+        (long long)(a.nw + 2) * a.sw < (1ll << 31) && !(wide && atoi(wide))
+            ? hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, true>,
+                                       gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, true>, block,
+                                       bx, bp, stream)
+            : hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, false>,
+                                       gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, false>, block,
+                                       bx, bp, stream);
+    return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, stream);
 }
 
 /* Launches the lean kernel: runs of planes that fill the resident blocks
@@ -669,30 +890,46 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
         gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH>, stream);
 }
 
-/* Whether 3D with staged weights runs the lean kernel (the default;
- * HEAT_CUDA_GR_LEAN=0 runs gregister_kernel instead, for comparison and so
- * that the tests cover both). Read on every launch. */
-static bool lean_on(void)
+/* Which kernel 3D with staged weights runs: the warp-tile kernel (the
+ * default), or for comparison, and so that the tests cover them,
+ * HEAT_CUDA_GR_KERNEL=lean (glean_kernel) or plain (gregister_kernel).
+ * Read on every launch. */
+enum { GR_WARP, GR_LEAN, GR_PLAIN };
+static int gr_kernel(void)
 {
-    const char *s = getenv("HEAT_CUDA_GR_LEAN");
-    return !s || !*s || atoi(s) != 0;
+    const char *s = getenv("HEAT_CUDA_GR_KERNEL");
+    if (s && !strcmp(s, "lean")) return GR_LEAN;
+    if (s && !strcmp(s, "plain")) return GR_PLAIN;
+    return GR_WARP;
 }
 
-/* 3D: 64 x 4 threads (the uniform kernel's tile). With the weights staged,
- * the lean kernel at 3 blocks per multiprocessor (80 registers, no spill;
- * 24 warps where the grid fills them): at 512^3 5.7% faster than
- * gregister_kernel in float and 5.6% in double, where the halo groups load
- * one plane ahead instead of two (H1: without it double spilled 32 to 40
- * bytes and ran 3% slower). Otherwise (weights read through the cache)
- * gregister_kernel at 2 blocks (128 registers; 3 blocks of it spilled and
- * ran at 48% of copy instead of 71%; the other shapes measured are in
- * docs/PERFORMANCE.md). 2D: rows of 128 threads. */
+/* The warp-tile kernel's shape: float groups of 4 in warps of 16 x 2 lanes,
+ * 8 warps stacked along y (a tile of 64 x 16); double groups of 2 in warps
+ * of 8 x 4 lanes, 2 x 4 warps (32 x 16); single values in warps of 16 x 2,
+ * 2 x 4 warps. 4 blocks of 256 threads a multiprocessor. */
+template <typename T, int VX> static cudaError_t gwarp_dims(const heat_general_args<T> &a,
+                                                           cudaStream_t stream)
+{
+    if constexpr (VX == 4) return gwarp_launch<T, VX, 16, 1, 8, 4>(a, stream);
+    else if constexpr (VX == 2) return gwarp_launch<T, VX, 8, 2, 4, 4>(a, stream);
+    else return gwarp_launch<T, VX, 16, 2, 4, 4>(a, stream);
+}
+
+/* 3D with the weights staged: the warp-tile kernel (above). Otherwise
+ * (weights read through the cache) gregister_kernel, 64 x 4 threads at 2
+ * blocks per multiprocessor (128 registers; 3 blocks of it spilled and ran
+ * at 48% of copy instead of 71%; the other shapes measured are in
+ * docs/PERFORMANCE.md). glean_kernel runs 64 x 4 threads at 3 blocks (80
+ * registers). 2D: rows of 128 threads. */
 template <typename T, int VX, bool WSH>
 static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
     if (d3) {
-        if constexpr (WSH)
-            if (lean_on()) return glean_launch<T, VX, 64, 4, 3, WSH>(a, stream);
+        if constexpr (WSH) {
+            const int k = gr_kernel();
+            if (k == GR_WARP) return gwarp_dims<T, VX>(a, stream);
+            if (k == GR_LEAN) return glean_launch<T, VX, 64, 4, 3, WSH>(a, stream);
+        }
         return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
     }
     return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);

@@ -14,37 +14,69 @@ __global__ void __launch_bounds__(256) gsimple_kernel(const heat_general_args<T>
     for (int w = blockIdx.z * blockDim.z + threadIdx.z; w - (int)threadIdx.z < a.nw;
          w += gridDim.z * blockDim.z) {
         if (!hk_writes<T, D3>(a, i, j, w)) continue;
-        const long long row = (long long)w * a.sw + (long long)j * a.sp;
-        const long long plane = (long long)w * a.sw + i, col = (long long)j * a.sp + i;
-        /* Neighbours: inside, wrapped, or the mirrored node (its material too). */
-        const long long oxm = row + hk_map(i - 1, a.nx, a.bx),
-                        oxp = row + hk_map(i + 1, a.nx, a.bx);
-        const long long opm = D3 ? plane + hk_map(j - 1, a.np, a.bp) * a.sp : row + i;
-        const long long opp = D3 ? plane + hk_map(j + 1, a.np, a.bp) * a.sp : row + i;
-        const long long owm = col + hk_map(w - 1, a.nw, a.bw) * a.sw;
-        const long long owp = col + hk_map(w + 1, a.nw, a.bw) * a.sw;
-        const T c = a.u[row + i];
-        const int cl = a.cls[row + i], am = __ldg(&a.mat[cl]);
-        auto mat = [&](long long o) { return (int)__ldg(&a.mat[a.cls[o]]); };
-        auto diff = [&](long long o, bool face, int f) {
-            return face ? hg_ghost(a, f, am, a.u[o], c) : a.u[o] - c;
-        };
-        const T dxm = diff(oxm, i == 0 && a.bx[0] == HK_NEUMANN, HG_FXLO);
-        const T dxp = diff(oxp, i == a.nx - 1 && a.bx[1] == HK_NEUMANN, HG_FXHI);
-        const T dpm = D3 ? diff(opm, j == 0 && a.bp[0] == HK_NEUMANN, HG_FPLO) : T(0);
-        const T dpp = D3 ? diff(opp, j == a.np - 1 && a.bp[1] == HK_NEUMANN, HG_FPHI) : T(0);
-        const T dwm = diff(owm, w == 0 && a.bw[0] == HK_NEUMANN, HG_FWLO);
-        const T dwp = diff(owp, w == a.nw - 1 && a.bw[1] == HK_NEUMANN, HG_FWHI);
-        const T v = hg_point<T, D3>(a.w, a.nmat, am, c, __ldg(&a.q[cl]), dxm, dxp, mat(oxm),
-                                    mat(oxp), dpm, dpp, D3 ? mat(opm) : 0, D3 ? mat(opp) : 0, dwm,
-                                    dwp, mat(owm), mat(owp));
-        a.out[row + i] = v;
+        T c;
+        const T v = hg_simple_point<T, D3>(a, i, j, w, c);
+        a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
         if (RES) {
             const unsigned long long d = hk_diff_bits(v, c);
             m = d > m ? d : m;
         }
     }
     if (RES) hk_block_max(m, a.resid);
+}
+
+/* The nodes of the mirrored faces listed in f (a.bx, a.bp, a.bw order: x
+ * lo, x hi, p lo, p hi, w lo, w hi), blockIdx.z the list's entry; a face's
+ * nodes spread over x and y of the grid by its two other axes. */
+struct hg_face_list {
+    int n, f[HG_NFACES];
+};
+
+template <typename T, bool RES>
+__global__ void __launch_bounds__(256) gfaces_kernel(const heat_general_args<T> a, hg_face_list fs)
+{
+    const int f = fs.f[blockIdx.z], axis = f / 2;
+    const int s = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y * blockDim.y + threadIdx.y;
+    const int n[3] = {a.nx, a.np, a.nw};
+    /* The face's node: its axis at 0 or n - 1, the other two (in order)
+     * from s and t. */
+    int ix[3];
+    ix[axis] = f % 2 ? n[axis] - 1 : 0;
+    ix[axis == 0 ? 1 : 0] = s;
+    ix[axis == 2 ? 1 : 2] = t;
+    const int i = ix[0], j = ix[1], w = ix[2];
+    bool mine = i < a.nx && j < a.np && w < a.nw && hk_writes<T, true>(a, i, j, w);
+    /* Not on an earlier mirrored face of the list. */
+    for (int k = 0; k < (int)blockIdx.z; k++) {
+        const int g = fs.f[k];
+        if (ix[g / 2] == (g % 2 ? n[g / 2] - 1 : 0)) mine = false;
+    }
+    unsigned long long m = 0;
+    if (mine) {
+        T c;
+        const T v = hg_simple_point<T, true>(a, i, j, w, c);
+        a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
+        if (RES) m = hk_diff_bits(v, c);
+    }
+    if (RES) hk_block_max(m, a.resid);
+}
+
+template <typename T>
+cudaError_t heat_cuda_launch_gfaces(const heat_general_args<T> &a, cudaStream_t stream)
+{
+    hg_face_list fs = {};
+    const int *b[3] = {a.bx, a.bp, a.bw};
+    for (int f = 0; f < HG_NFACES; f++)
+        if (b[f / 2][f % 2] == HK_NEUMANN) fs.f[fs.n++] = f;
+    if (!fs.n) return cudaSuccess;
+    /* The largest face's two extents: x by y covers (np or nx) by (nw or np). */
+    const int e0 = a.nx > a.np ? a.nx : a.np, e1 = a.nw > a.np ? a.nw : a.np;
+    const dim3 block(32, 8), grid((e0 + 31) / 32, (e1 + 7) / 8, fs.n);
+    if (a.resid)
+        gfaces_kernel<T, true><<<grid, block, 0, stream>>>(a, fs);
+    else
+        gfaces_kernel<T, false><<<grid, block, 0, stream>>>(a, fs);
+    return cudaGetLastError();
 }
 
 template <typename T>
@@ -69,3 +101,5 @@ template cudaError_t heat_cuda_launch_gsimple<float>(const heat_general_args<flo
                                                      cudaStream_t);
 template cudaError_t heat_cuda_launch_gsimple<double>(const heat_general_args<double> &, bool,
                                                       cudaStream_t);
+template cudaError_t heat_cuda_launch_gfaces<float>(const heat_general_args<float> &, cudaStream_t);
+template cudaError_t heat_cuda_launch_gfaces<double>(const heat_general_args<double> &, cudaStream_t);
