@@ -633,6 +633,13 @@ __global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general
     if (RES) hk_block_max(m, a.resid);
 }
 
+/* Byte e of a packed word, zero-extended, in one byte permute (hg_byte
+ * compiles to a shift and a mask). */
+__device__ __forceinline__ unsigned gw_byte(unsigned v, int e)
+{
+    return __byte_perm(v, 0u, 0x4440u | (unsigned)e);
+}
+
 /* The warp-tile 3D kernel, the default where the weights are staged:
  * glean_kernel's tables and arithmetic, node for node, with no shared plane
  * and no barrier per plane. Each warp owns LX groups of VX values by
@@ -681,36 +688,32 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
     const int lx = lane % LX, ly = lane / LX;
     const int ig = ((blockIdx.x * WBX + wid % WBX) * LX + lx) * VX;
     const int j = (blockIdx.y * WBY + wid / WBX) * LY + ly;
-    const bool top = ly == 0, bot = ly == LY - 1, sl = lx == 0, sr = lx == LX - 1;
-    const bool edge_row = top || bot, edge_col = sl || sr;
-    const bool full = ig + VX <= a.nx;
+    const bool top = ly == 0, bot = ly == LY - 1;
+    /* A lane beyond the grid's last column (whole groups there: VX > 1 only
+     * where nx % VX == 0) loads the last group instead, and as its edge
+     * value the node at ig mapped through the face, which becomes its first
+     * value: where ig == nx that is the ghost its left neighbour's shuffle
+     * takes. The lanes of columns 0 and LX - 1 load the value left or right
+     * of their row. */
+    const bool beyond = ig >= a.nx, sl = lx == 0 && !beyond, sr = lx == LX - 1 && !beyond;
+    const bool edge_row = top || bot, edge_col = sl || sr || beyond;
     /* The group's offset in a plane, the edge row's (rows 0 and LY - 1) and
-     * the edge value's (lanes 0 and LX - 1), mapped through the faces. */
+     * the edge value's, mapped through the faces. */
+    const int gx = beyond ? a.nx - VX : ig;
     const O sp = (O)a.sp, sw = (O)a.sw, rowoff = (O)hk_map(j, a.np, a.bp) * sp;
-    const O gofs = rowoff + ig;
-    const O hofs = (O)hk_map(top ? j - 1 : j + 1, a.np, a.bp) * sp + ig;
-    const O sofs = rowoff + hk_map(sl ? ig - 1 : ig + VX, a.nx, a.bx);
+    const O gofs = rowoff + gx;
+    const O hofs = (O)hk_map(top ? j - 1 : j + 1, a.np, a.bp) * sp + gx;
+    const O sofs = rowoff + hk_map(sl ? ig - 1 : sr ? ig + VX : ig, a.nx, a.bx);
     const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
-    /* The group (values, packed classes) at offset off; beyond the grid's
-     * last column each node mapped through the face. */
+    /* The group (values, packed classes) at offset off. */
     auto load = [&](O off, V &g, unsigned &gc) {
-        if (full) {
-            g = vload<T, VX>(a.u + off);
-            gc = hg_load_bytes<VX>(a.cls + off);
-        } else {
-            gc = 0;
-#pragma unroll
-            for (int e = 0; e < VX; e++) {
-                const O i = off - ig + hk_map(ig + e, a.nx, a.bx);
-                g.v[e] = a.u[i];
-                gc |= (unsigned)a.cls[i] << (8 * e);
-            }
-        }
+        g = vload<T, VX>(a.u + off);
+        gc = hg_load_bytes<VX>(a.cls + off);
     };
     auto plane = [&](int w) { return (O)hk_map(w, a.nw, a.bw) * sw; };
 
     /* The nodes written: not those on a mirrored face (gfaces_kernel's). */
-    unsigned fl = hgr_flags<T, true, VX>(a, ig, j, full);
+    unsigned fl = hgr_flags<T, true, VX>(a, ig, j, !beyond);
     {
         const unsigned xf = (fl | fl >> 4) & ((1u << VX) - 1);
         fl &= ~(xf << 12);
@@ -743,6 +746,11 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
         }
         if (edge_col) sc = a.u[pc + sofs], msc = tmat[a.cls[pc + sofs]];
     }
+    /* The first value of a lane beyond the grid: its edge value. */
+    auto ghost_first = [&] {
+        if (beyond) cur.v[0] = sc, mwc = msc;
+    };
+    ghost_first();
 
     O noff = (O)(w0 + 2) * sw; /* plane w + 2, advanced */
     for (int w = w0; w < w1; w++, noff += sw) {
@@ -759,8 +767,8 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
         unsigned mym = __shfl_up_sync(ALL, mwc, LX), myp = __shfl_down_sync(ALL, mwc, LX);
         if (top) mym = mhc;
         if (bot) myp = mhc;
-        unsigned mxl = (unsigned)hg_byte(__shfl_up_sync(ALL, mwc, 1), VX - 1);
-        unsigned mxr = (unsigned)hg_byte(__shfl_down_sync(ALL, mwc, 1), 0);
+        unsigned mxl = (unsigned)gw_byte(__shfl_up_sync(ALL, mwc, 1), VX - 1);
+        unsigned mxr = (unsigned)gw_byte(__shfl_down_sync(ALL, mwc, 1), 0);
         T xl = __shfl_up_sync(ALL, cur.v[VX - 1], 1), xr = __shfl_down_sync(ALL, cur.v[0], 1);
         if (sl) xl = sc, mxl = msc;
         if (sr) xr = sc, mxr = msc;
@@ -780,16 +788,16 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
                 const T c = cur.v[e];
                 const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : xl;
                 const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : xr;
-                const unsigned row = (unsigned)hg_byte(mwc, e) * nmat;
-                const unsigned bxm = e > 0 ? (unsigned)hg_byte(mwc, e > 0 ? e - 1 : 0) : mxl;
+                const unsigned row = (unsigned)gw_byte(mwc, e) * nmat;
+                const unsigned bxm = e > 0 ? (unsigned)gw_byte(mwc, e > 0 ? e - 1 : 0) : mxl;
                 const unsigned bxp =
-                    e < VX - 1 ? (unsigned)hg_byte(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
+                    e < VX - 1 ? (unsigned)gw_byte(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
                 T s = W(0, row + bxm) * (xm - c) + W(0, row + bxp) * (xp - c);
-                s = s + (W(1, row + (unsigned)hg_byte(mym, e)) * (pm - c) +
-                         W(1, row + (unsigned)hg_byte(myp, e)) * (pp - c));
-                s = s + (W(2, row + (unsigned)hg_byte(mwp, e)) * (prev.v[e] - c) +
-                         W(2, row + (unsigned)hg_byte(mwn, e)) * (nxt.v[e] - c));
-                const T q = *reinterpret_cast<const T *>(gst + (unsigned)hg_byte(cc, e) * TS);
+                s = s + (W(1, row + (unsigned)gw_byte(mym, e)) * (pm - c) +
+                         W(1, row + (unsigned)gw_byte(myp, e)) * (pp - c));
+                s = s + (W(2, row + (unsigned)gw_byte(mwp, e)) * (prev.v[e] - c) +
+                         W(2, row + (unsigned)gw_byte(mwn, e)) * (nxt.v[e] - c));
+                const T q = *reinterpret_cast<const T *>(gst + (unsigned)gw_byte(cc, e) * TS);
                 v.v[e] = c + (s + q);
             }
             /* (Written nodes lie inside the grid: there gofs is j sp + ig.) */
@@ -804,6 +812,7 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
         cn = cnn;
         if (edge_row) hc = hn, mhc = hg_mats<VX>(tmat, hcn);
         if (edge_col) sc = sn, msc = tmat[scn];
+        ghost_first();
     }
     if (RES) hk_block_max(m, a.resid);
 }
@@ -903,15 +912,15 @@ static int gr_kernel(void)
     return GR_WARP;
 }
 
-/* The warp-tile kernel's shape: float groups of 4 in warps of 16 x 2 lanes,
- * 8 warps stacked along y (a tile of 64 x 16); double groups of 2 in warps
- * of 8 x 4 lanes, 2 x 4 warps (32 x 16); single values in warps of 16 x 2,
- * 2 x 4 warps. 4 blocks of 256 threads a multiprocessor. */
+/* The warp-tile kernel's shape, measured (docs/PERFORMANCE.md): groups of
+ * 16 bytes in warps of 16 x 2 lanes, 8 warps stacked along y (a tile of 64
+ * floats or 32 doubles by 16 rows); single values in warps of 16 x 2 lanes,
+ * 2 x 4 warps (32 x 8). 4 blocks of 256 threads a multiprocessor. */
 template <typename T, int VX> static cudaError_t gwarp_dims(const heat_general_args<T> &a,
                                                            cudaStream_t stream)
 {
     if constexpr (VX == 4) return gwarp_launch<T, VX, 16, 1, 8, 4>(a, stream);
-    else if constexpr (VX == 2) return gwarp_launch<T, VX, 8, 2, 4, 4>(a, stream);
+    else if constexpr (VX == 2) return gwarp_launch<T, VX, 16, 1, 8, 4>(a, stream);
     else return gwarp_launch<T, VX, 16, 2, 4, 4>(a, stream);
 }
 
