@@ -206,13 +206,15 @@ cudaError_t heat_cuda_launch_gtemporal(const heat_general_args<T> &a, bool d3, i
                                        cudaStream_t stream);
 
 /* 3D: the nodes on the mirrored faces (Neumann, flux, convective; HK_NEUMANN
- * in a.bx, a.bp, a.bw) that the sweep writes, one thread each, with
- * hg_simple_point; the residual folded into a.resid. A node on several such
- * faces is the first face's. For a sweep that leaves those nodes out (the
- * warp-tile kernel, k_gregister.cu). Launches nothing where no face is
- * mirrored. */
+ * in a.bx, a.bp, a.bw) among `faces` (bit f: kernel face f, HG_F*) that the
+ * sweep writes, one thread each, with hg_simple_point (every ghost of the
+ * node applied); the residual folded into a.resid. A node on several of
+ * these faces is the first one's. For a sweep that leaves those nodes out
+ * (the warp-tile kernel, k_gregister.cu, leaves the p and w faces' nodes).
+ * Launches nothing where none of them is mirrored. */
 template <typename T>
-cudaError_t heat_cuda_launch_gfaces(const heat_general_args<T> &a, cudaStream_t stream);
+cudaError_t heat_cuda_launch_gfaces(const heat_general_args<T> &a, unsigned faces,
+                                    cudaStream_t stream);
 
 /* k = 2 .. 8 fused steps of one precision and dimension (gtemporal.cuh). */
 template <typename T, bool D3>

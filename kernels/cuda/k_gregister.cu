@@ -676,7 +676,25 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
     using V = hk_vec<T, VX>;
     __shared__ __align__(16) unsigned char gst[G::BYTES];
     __shared__ __align__(16) T pslot[32 * WBX * WBY][VX]; /* the plane before the centre */
+    /* The x faces' ghost tables by scaled material: g (Neumann, flux) and
+     * beta (convective) of x lo and x hi (nmat <= 32 where the weights are
+     * staged). */
+    __shared__ __align__(16) T xgb[4][32];
     gl_stage_tables<T>(a, gst, threadIdx.x, 32 * WBX * WBY);
+    for (int k = threadIdx.x; k < 2 * a.nmat; k += 32 * WBX * WBY) {
+        const int f = k / a.nmat, mi = k - f * a.nmat;
+        xgb[f][mi] = a.g[f * a.nmat + mi];
+        xgb[2 + f][mi] = a.beta[f * a.nmat + mi];
+    }
+    /* ghost - u on x face f (0 lo, 1 hi) of a node of scaled material ms,
+     * `inner` the mirrored node: hg_ghost's formula. */
+    auto xghost = [&](int f, unsigned ms, T inner, T c) -> T {
+        const unsigned char *t = reinterpret_cast<const unsigned char *>(xgb[0]) + ms;
+        if (a.conv >> f & 1)
+            return (inner - c) -
+                   *reinterpret_cast<const T *>(t + (2 + f) * 32 * TS) * (c - __ldg(&a.amb[f]));
+        return (inner + *reinterpret_cast<const T *>(t + f * 32 * TS)) - c;
+    };
     const uint8_t *const tmat = gst + G::MAT;
     const unsigned nmat = (unsigned)a.nmat;
     /* Weight of axis k at byte offset off (row + scaled column). */
@@ -712,15 +730,13 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
     };
     auto plane = [&](int w) { return (O)hk_map(w, a.nw, a.bw) * sw; };
 
-    /* The nodes written: not those on a mirrored face (gfaces_kernel's). */
+    /* The nodes written: not the rows on a mirrored p face (gfaces_kernel's).
+     * Groups start at multiples of VX and the grid's rows hold whole groups,
+     * so a mirrored x face meets a group's first node (lo) or last (hi):
+     * bit 0 and bit 4 + VX - 1 of the flags. */
     unsigned fl = hgr_flags<T, true, VX>(a, ig, j, !beyond);
-    {
-        const unsigned xf = (fl | fl >> 4) & ((1u << VX) - 1);
-        fl &= ~(xf << 12);
-        if (xf) fl &= ~(1u << 16);
-        if (fl & 0x300u) fl &= ~(1u << 17);
-        asm volatile("" : "+r"(fl));
-    }
+    if (fl & 0x300u) fl &= ~(1u << 17);
+    asm volatile("" : "+r"(fl));
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
     /* Planes before, at and after the centre, the one after in flight; the
@@ -792,7 +808,10 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
                 const unsigned bxm = e > 0 ? (unsigned)gw_byte(mwc, e > 0 ? e - 1 : 0) : mxl;
                 const unsigned bxp =
                     e < VX - 1 ? (unsigned)gw_byte(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
-                T s = W(0, row + bxm) * (xm - c) + W(0, row + bxp) * (xp - c);
+                T dxm = xm - c, dxp = xp - c;
+                if (e == 0 && (fl & 1)) dxm = xghost(0, gw_byte(mwc, 0), xm, c);
+                if (e == VX - 1 && (fl >> (3 + VX) & 1)) dxp = xghost(1, gw_byte(mwc, e), xp, c);
+                T s = W(0, row + bxm) * dxm + W(0, row + bxp) * dxp;
                 s = s + (W(1, row + (unsigned)gw_byte(mym, e)) * (pm - c) +
                          W(1, row + (unsigned)gw_byte(myp, e)) * (pp - c));
                 s = s + (W(2, row + (unsigned)gw_byte(mwp, e)) * (prev.v[e] - c) +
@@ -876,7 +895,7 @@ static cudaError_t gwarp_launch(const heat_general_args<T> &a, cudaStream_t stre
             : hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, false>,
                                        gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, false>, block,
                                        bx, bp, stream);
-    return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, stream);
+    return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, 0x3c, stream);
 }
 
 /* Launches the lean kernel: runs of planes that fill the resident blocks

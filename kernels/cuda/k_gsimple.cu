@@ -62,12 +62,13 @@ __global__ void __launch_bounds__(256) gfaces_kernel(const heat_general_args<T> 
 }
 
 template <typename T>
-cudaError_t heat_cuda_launch_gfaces(const heat_general_args<T> &a, cudaStream_t stream)
+cudaError_t heat_cuda_launch_gfaces(const heat_general_args<T> &a, unsigned faces,
+                                    cudaStream_t stream)
 {
     hg_face_list fs = {};
     const int *b[3] = {a.bx, a.bp, a.bw};
     for (int f = 0; f < HG_NFACES; f++)
-        if (b[f / 2][f % 2] == HK_NEUMANN) fs.f[fs.n++] = f;
+        if ((faces >> f & 1) && b[f / 2][f % 2] == HK_NEUMANN) fs.f[fs.n++] = f;
     if (!fs.n) return cudaSuccess;
     /* The largest face's two extents: x by y covers (np or nx) by (nw or np). */
     const int e0 = a.nx > a.np ? a.nx : a.np, e1 = a.nw > a.np ? a.nw : a.np;
@@ -101,5 +102,7 @@ template cudaError_t heat_cuda_launch_gsimple<float>(const heat_general_args<flo
                                                      cudaStream_t);
 template cudaError_t heat_cuda_launch_gsimple<double>(const heat_general_args<double> &, bool,
                                                       cudaStream_t);
-template cudaError_t heat_cuda_launch_gfaces<float>(const heat_general_args<float> &, cudaStream_t);
-template cudaError_t heat_cuda_launch_gfaces<double>(const heat_general_args<double> &, cudaStream_t);
+template cudaError_t heat_cuda_launch_gfaces<float>(const heat_general_args<float> &, unsigned,
+                                                    cudaStream_t);
+template cudaError_t heat_cuda_launch_gfaces<double>(const heat_general_args<double> &, unsigned,
+                                                     cudaStream_t);
