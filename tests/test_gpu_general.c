@@ -319,11 +319,11 @@ static void test_temporal_every_face_kind(void **state)
 
 /* register_tiled's 3D kernels with staged weights: the warp-tile kernel
  * (the default; with 32-bit offsets, and with 64-bit ones through
- * HEAT_CUDA_GR_OFF64), glean_kernel and gregister_kernel
- * (HEAT_CUDA_GR_KERNEL=lean, plain), every face kind, float and double, on
- * grids whose tiles take one run of planes and several (70 planes), with
- * tiles and warps that end inside the grid's rows and columns and beyond
- * them, and rows of single values (odd x). */
+ * HEAT_CUDA_GR_OFF64) and gregister_kernel (HEAT_CUDA_GR_KERNEL=plain),
+ * every face kind, float and double, on grids whose tiles take one run of
+ * planes and several (70 planes), with tiles and warps that end inside the
+ * grid's rows and columns and beyond them, and rows of single values (odd
+ * x). */
 static void test_3d_kernels(void **state)
 {
     (void)state;
@@ -331,7 +331,6 @@ static void test_3d_kernels(void **state)
     const variant v[] = {{"register_tiled", 1}};
     static const char *const how[][2] = {{"HEAT_CUDA_GR_KERNEL", "warp"},
                                          {"HEAT_CUDA_GR_OFF64", "1"},
-                                         {"HEAT_CUDA_GR_KERNEL", "lean"},
                                          {"HEAT_CUDA_GR_KERNEL", "plain"}};
     int failures = 0;
     for (int h = 0; h < COUNT(how); h++) {

@@ -1,29 +1,29 @@
 /* `register_tiled` for the variable-coefficient update (general.cuh): the
  * streaming scheme of k_register.cu with each node's class travelling with
- * its value.
+ * its value. Two kernels:
  *
- * A block owns a tile of BXT*VX x BP points of the plane and streams a run of
- * planes along w. Each thread holds VX consecutive values of the current and
- * next plane in registers (the plane after next in flight), and beside them
- * the planes' classes as one packed word of VX bytes, loaded in the same
- * access pattern (one 4- or 2-byte load per group). A class becomes a
- * material (one shared-memory lookup) once, when its plane is next, kept as
- * the byte offset of its column in the weight table; the current plane's
- * values and materials go through shared memory for the in-plane neighbours
- * of other threads, x neighbours come by warp shuffle. The plane before the
- * centre is read back from the other half of the shared double buffer (the
- * thread's own group, values and materials), which holds it until the end of
- * the plane. So a node costs one class byte of memory traffic and, per
- * update, the lookups of q and of its six face weights (an add and a load
- * each) in the staged tables.
+ * gregister_kernel (2D, and 3D where the weight table is too large to stage
+ * in shared memory). A block owns a tile of BXT*VX x BP points of the plane
+ * and streams a run of planes along w. Each thread holds VX consecutive
+ * values of the current and next plane in registers (the plane after next
+ * in flight), and beside them the planes' classes as one packed word of VX
+ * bytes, loaded in the same access pattern (one 4- or 2-byte load per
+ * group). A class becomes a material (one shared-memory lookup) once, when
+ * its plane is next, kept as the byte offset of its column in the weight
+ * table; the current plane's values and materials go through shared memory
+ * for the in-plane neighbours of other threads, x neighbours come by warp
+ * shuffle, one block barrier per plane. The plane before the centre is read
+ * back from the other half of the shared double buffer. So a node costs one
+ * class byte of memory traffic and, per update, the lookups of q and of its
+ * six face weights in the staged tables. It needs about 113 registers in
+ * 3D: 16 warps a multiprocessor.
  *
- * What bounds it (docs/PERFORMANCE.md): warps resident per multiprocessor,
- * not instructions. Removing every table lookup and the class stream (28%
- * of the instructions) made it 3% faster; the thread needs about 113
- * registers, so two blocks (16 warps) fit a multiprocessor, and the uniform
- * kernel held to 16 warps loses as much (92% of copy -> 78%). So 3D with
- * the weights staged runs glean_kernel below, the same scheme in 80
- * registers at 3 blocks (24 warps).
+ * gwarp_kernel (3D with the weights staged, the common case): the same
+ * tables and arithmetic with no shared plane and no barrier per plane; each
+ * warp streams its own tile, the in-plane neighbours by shuffle (below). 64
+ * registers, 32 warps a multiprocessor. At 512^3 on the H100 it takes 14%
+ * less time than the best shared-plane kernel measured in float and 7% in
+ * double (docs/PERFORMANCE.md, "The warp-tile kernel").
  *
  * Boundaries as in k_register.cu: loads map indices through the faces
  * (periodic wrap, mirrored node on a Neumann, flux or convective face), so
@@ -443,30 +443,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB) gregister_kernel(const heat_gen
     if (RES) hk_block_max(m, a.resid);
 }
 
-/* The lean 3D variant, for 3 blocks per multiprocessor: the streaming
- * scheme of gregister_kernel (same tile, same loads two planes ahead, the
- * same arithmetic in the same order) with fewer registers live and fewer
- * instructions a node:
- * - Materials travel as bytes, one per node, packed VX to a word, in
- *   registers and in the shared plane, scaled by sizeof(T) (nmat <= 32
- *   where the weights are staged, so a scaled index still fits a byte): a
- *   weight's address is the centre's row plus the neighbour's byte plus an
- *   immediate, the three axes' tables lying at fixed offsets (gl_stage).
- * - The centre plane is read back from its shared half, so only the next
- *   plane and the one in flight live in registers; the halo groups load one
- *   plane ahead.
- * - Each node's update is computed whole before the next, so no arrays of
- *   differences live across the face branch.
- * 80 registers, no spill (113 and 114 for gregister_kernel): 24 warps a
- * multiprocessor instead of 16. The scaled bytes and fixed offsets cut the
- * instructions by 12% in float and 18% in double and the time by 0.4% and
- * 1.1% at 512^3: the kernel is not bound by its issue rate alone
- * (docs/PERFORMANCE.md, "Materials: where the time goes"). Unrolled by two
- * (constant shared halves, no register moves) it ran 19% fewer
- * instructions than before but spilled and ran 3% slower in float, 7% in
- * double. */
-
-/* The lean kernel's staged tables, all in static shared memory: q[class],
+/* The warp-tile kernel's staged tables, all in static shared memory: q[class],
  * the class's material times sizeof(T), then w[axis][a][b] with each axis
  * at a fixed offset (one third of HG_W_SHARED_MAX: a staged axis table
  * fits it). */
@@ -495,144 +472,6 @@ __device__ __forceinline__ void gl_stage_tables(const heat_general_args<T> &a, u
     }
 }
 
-template <typename T, bool RES, int VX, int BXT, int BP, int MINB, bool WSH>
-__global__ void __launch_bounds__(BXT *BP, MINB) glean_kernel(const heat_general_args<T> a)
-{
-    static_assert(BXT % 32 == 0, "a tile row is whole warps");
-    static_assert(BXT * BP >= 2 * BXT + 2 * BP, "one thread per halo load");
-    static_assert(WSH, "the lean kernel stages its weights");
-    constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX;
-    constexpr unsigned TS = sizeof(T);
-    using G = gl_stage<T>;
-    __shared__ __align__(16) T sm[2][ROWS][RS];
-    __shared__ __align__(16) uint8_t smb[2][ROWS][RS]; /* the plane's materials (scaled) */
-    __shared__ __align__(16) unsigned char gst[G::BYTES];
-    gl_stage_tables<T>(a, gst, threadIdx.x + BXT * threadIdx.y, BXT * BP);
-    const uint8_t *const tmat = gst + G::MAT;
-    const unsigned nmat = (unsigned)a.nmat;
-    /* Weight of axis k at byte offset off (row + scaled column). */
-    auto W = [&](int k, unsigned off) -> T {
-        return *reinterpret_cast<const T *>(gst + G::W + k * GL_AXB + off);
-    };
-
-    const hgr_tile<T, true, VX, BXT, BP> t(a);
-    const int tp = t.tp, col = t.col, ig = t.ig, j = t.j, w0 = t.w0, w1 = t.w1;
-    const int hrole = t.hrole, hrow = t.hrow, hcol = t.hcol;
-    /* A plane's values and materials (packed) into shared half b. */
-    auto store_plane = [&](int b, const hk_vec<T, VX> &g, unsigned gm, const hk_vec<T, VX> &h,
-                           unsigned hc) {
-        vstore<T, VX>(&sm[b][tp + 1][col], g);
-        hg_store_bytes<VX>(&smb[b][tp + 1][col], gm);
-        if (hrole == 1) {
-            vstore<T, VX>(&sm[b][hrow][hcol], h);
-            hg_store_bytes<VX>(&smb[b][hrow][hcol], hg_mats<VX>(tmat, hc));
-        } else if (hrole == 2) {
-            sm[b][hrow][hcol] = h.v[0];
-            smb[b][hrow][hcol] = tmat[hc & 0xffu];
-        }
-    };
-
-    const unsigned fl = t.flags(a); /* faces, nodes written, row active */
-
-    __syncthreads(); /* the staged tables */
-    unsigned long long m = 0;
-    /* The next plane and the plane after next (in flight), the halo group
-     * of the next plane (loaded one plane ahead), and the classes of the
-     * centre, the next plane and the plane after next. */
-    hk_vec<T, VX> nxt, nn, hnext;
-    unsigned hcnext = 0, ccur, cnxt, cnn = 0;
-    {
-        hk_vec<T, VX> prev, cur, hcur;
-        unsigned cprev, hccur;
-        t.group(a, w0 - 1, prev, cprev);
-        t.group(a, w0, cur, ccur);
-        t.group(a, w0 + 1, nxt, cnxt);
-        t.halo(a, w0, hcur, hccur);
-        vstore<T, VX>(&sm[1][tp + 1][col], prev);
-        hg_store_bytes<VX>(&smb[1][tp + 1][col], hg_mats<VX>(tmat, cprev));
-        store_plane(0, cur, hg_mats<VX>(tmat, ccur), hcur, hccur);
-    }
-    __syncthreads();
-
-    long long noff = (long long)(w0 + 2) * a.sw;
-    T *outp = a.out + (long long)w0 * a.sw + (long long)j * a.sp + ig;
-    for (int w = w0; w < w1; w++, outp += a.sw, noff += a.sw) {
-        const int b = (w - w0) & 1; /* the centre's shared half */
-        if (w + 1 < w1) {
-            const long long off = w + 2 < a.nw ? noff : (long long)hk_map(w + 2, a.nw, a.bw) * a.sw;
-            t.group_at(a, off, nn, cnn);
-            t.halo_at(a, w + 1 < a.nw ? noff - a.sw : (long long)hk_map(w + 1, a.nw, a.bw) * a.sw,
-                      hnext, hcnext);
-        }
-        const unsigned mwn = hg_mats<VX>(tmat, cnxt);
-
-        const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
-        if ((fl >> 17 & 1) && !(wedge && hk_held(w, a.nw, a.bw))) {
-            const T *rc = &sm[b][tp + 1][col];
-            const uint8_t *mc = &smb[b][tp + 1][col];
-            const hk_vec<T, VX> cur = vload<T, VX>(rc);
-            const hk_vec<T, VX> prev = vload<T, VX>(&sm[b ^ 1][tp + 1][col]);
-            const hk_vec<T, VX> pm = vload<T, VX>(rc - RS);
-            const hk_vec<T, VX> pp = vload<T, VX>(rc + RS);
-            const T left = rc[-1], right = rc[VX];
-            const unsigned mwc = hg_load_bytes<VX>(mc);
-            const unsigned mwp = hg_load_bytes<VX>(&smb[b ^ 1][tp + 1][col]);
-            const unsigned mpm = hg_load_bytes<VX>(mc - RS);
-            const unsigned mpp = hg_load_bytes<VX>(mc + RS);
-            const unsigned mleft = mc[-1], mright = mc[VX];
-            const bool wglo = wedge && w == 0 && a.bw[0] == HK_NEUMANN;
-            const bool wghi = wedge && w == a.nw - 1 && a.bw[1] == HK_NEUMANN;
-            const bool face = (fl & (0xffu | 0x300u)) || wglo || wghi;
-            hk_vec<T, VX> v;
-            /* One node whole: its differences (the ghosts' formulas on a
-             * mirrored face), then hg_point's arithmetic in its order. */
-            auto node = [&](auto onface, int e) {
-                constexpr bool F = decltype(onface)::value;
-                const T c = cur.v[e];
-                const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : left;
-                const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : right;
-                T dxm = xm - c, dxp = xp - c, dpm = pm.v[e] - c, dpp = pp.v[e] - c;
-                T dwm = prev.v[e] - c, dwp = nxt.v[e] - c;
-                const unsigned ms = (unsigned)hg_byte(mwc, e); /* material * TS */
-                if (F) {
-                    const int mi = (int)(ms / TS);
-                    if (fl >> e & 1) dxm = hg_ghost(a, HG_FXLO, mi, xm, c);
-                    if (fl >> (4 + e) & 1) dxp = hg_ghost(a, HG_FXHI, mi, xp, c);
-                    if (fl >> 8 & 1) dpm = hg_ghost(a, HG_FPLO, mi, pm.v[e], c);
-                    if (fl >> 9 & 1) dpp = hg_ghost(a, HG_FPHI, mi, pp.v[e], c);
-                    if (wglo) dwm = hg_ghost(a, HG_FWLO, mi, prev.v[e], c);
-                    if (wghi) dwp = hg_ghost(a, HG_FWHI, mi, nxt.v[e], c);
-                }
-                const unsigned row = ms * nmat;
-                const unsigned bxm = e > 0 ? (unsigned)hg_byte(mwc, e > 0 ? e - 1 : 0) : mleft;
-                const unsigned bxp =
-                    e < VX - 1 ? (unsigned)hg_byte(mwc, e < VX - 1 ? e + 1 : 0) : mright;
-                T s = W(0, row + bxm) * dxm + W(0, row + bxp) * dxp;
-                s = s + (W(1, row + (unsigned)hg_byte(mpm, e)) * dpm +
-                         W(1, row + (unsigned)hg_byte(mpp, e)) * dpp);
-                s = s + (W(2, row + (unsigned)hg_byte(mwp, e)) * dwm +
-                         W(2, row + (unsigned)hg_byte(mwn, e)) * dwp);
-                const T q = *reinterpret_cast<const T *>(gst + (unsigned)hg_byte(ccur, e) * TS);
-                v.v[e] = c + (s + q);
-            };
-            if (face) {
-#pragma unroll
-                for (int e = 0; e < VX; e++) node(std::true_type(), e);
-            } else {
-#pragma unroll
-                for (int e = 0; e < VX; e++) node(std::false_type(), e);
-            }
-            hgr_store<T, RES, VX>(outp, v, cur, fl, m);
-        }
-        if (w + 1 < w1) store_plane(b ^ 1, nxt, mwn, hnext, hcnext);
-        __syncthreads();
-        nxt = nn;
-        ccur = cnxt;
-        cnxt = cnn;
-    }
-    if (RES) hk_block_max(m, a.resid);
-}
-
 /* Byte e of a packed word, zero-extended, in one byte permute (hg_byte
  * compiles to a shift and a mask). */
 __device__ __forceinline__ unsigned gw_byte(unsigned v, int e)
@@ -640,29 +479,39 @@ __device__ __forceinline__ unsigned gw_byte(unsigned v, int e)
     return __byte_perm(v, 0u, 0x4440u | (unsigned)e);
 }
 
-/* The warp-tile 3D kernel, the default where the weights are staged:
- * glean_kernel's tables and arithmetic, node for node, with no shared plane
- * and no barrier per plane. Each warp owns LX groups of VX values by
- * LY = 32 / LX rows of the block's tile and streams its planes along w on
- * its own (the scheme of register caches: Ben-Nun et al., "Enhancing
- * register file utilization with register caches", and the shuffle-based
- * stencils of Chen et al., SC19 "ssam"):
+/* The warp-tile 3D kernel, the default where the weights are staged: the
+ * tables and arithmetic of gregister_kernel, node for node (materials as
+ * bytes scaled by sizeof(T), the axes' weight tables at fixed offsets of
+ * the stage), with no shared plane and no barrier per plane. Each warp owns
+ * LX groups of VX values by LY = 32 / LX rows of the block's tile and
+ * streams its planes along w on its own (register caching: Falch and
+ * Elster, "Register caching for stencil computations on GPUs", SYNASC
+ * 2014; Chen et al., "A versatile software systolic execution model for
+ * GPU memory-bound kernels", SC19):
  * - in-plane neighbours come by warp shuffle, x from the next lane, p from
  *   the lane LX away;
  * - what lies beyond the warp is loaded by the lanes at its edges: the
- *   lanes of row 0 load the row before the warp's first, those of row
- *   LY - 1 the row after its last (one group each, mapped through the
- *   faces), the lanes of column 0 and LX - 1 the value left or right of
- *   their row; the cache mostly serves them from a neighbouring warp's
- *   loads, so the memory traffic stays a read and a write of the field;
- * - the planes before and after the centre stay in registers, with their
- *   classes packed and materials as scaled bytes (glean_kernel).
- * A lane beyond the grid's last column or row loads the mapped node there
- * (the ghost where it borders the grid), so its neighbour's shuffle gets
- * the ghost's value and material; every lane takes part in every shuffle
- * and only the nodes that flags marks written are stored. 64 registers, no
- * spill: 32 warps a multiprocessor, against glean_kernel's 24 and one
- * barrier per plane (docs/PERFORMANCE.md, "The warp-tile kernel"). */
+ *   lanes of row 0 the row before the warp's first, those of row LY - 1 the
+ *   row after its last (one group each, mapped through the faces), the
+ *   lanes of column 0 and LX - 1 the value left or right of their row; the
+ *   caches serve most of it from a neighbouring warp's loads (the DRAM
+ *   traffic stays about a read and a write of the field);
+ * - the next plane and the one in flight stay in registers, the plane
+ *   before the centre in the thread's own slot of shared memory (no other
+ *   thread reads it: no barrier).
+ * A lane beyond the grid's last column loads the last group, and the node
+ * at its column mapped through the face as its first value: where it
+ * borders the grid that is the ghost its left neighbour's shuffle takes
+ * (rows beyond the grid load their mapped row likewise). Every lane takes
+ * part in every shuffle; only the nodes the flags mark written are stored.
+ * Faces: a node on a mirrored x face is a group's first or last node, and
+ * takes hg_ghost's formula in its lane (the faces' g and beta staged per
+ * material); the nodes on mirrored p and w faces (whole rows and planes,
+ * which the common loop would carry as branches and registers) are left to
+ * gfaces_kernel, launched after it (k_gsimple.cu).
+ * 64 registers, no spill with 32-bit offsets: 32 warps a multiprocessor,
+ * where the shared-plane kernels held 16 or 24 and a barrier per plane
+ * (docs/PERFORMANCE.md, "The warp-tile kernel"). */
 template <typename T, bool RES, int VX, int LX, int WBX, int WBY, int MINB, bool I32>
 __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_general_args<T> a)
 {
@@ -898,17 +747,6 @@ static cudaError_t gwarp_launch(const heat_general_args<T> &a, cudaStream_t stre
     return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, 0x3c, stream);
 }
 
-/* Launches the lean kernel: runs of planes that fill the resident blocks
- * (heat_cuda_wchunk_fill: at 512^3, 256 tiles for 396 slots, one run a tile
- * left a third of the slots empty and the kernel at 16 warps a
- * multiprocessor). Its tables are static shared memory. */
-template <typename T, int VX, int BXT, int BP, int MINB, bool WSH>
-static cudaError_t glean_launch(const heat_general_args<T> &a, cudaStream_t stream)
-{
-    return hgr_launch<T, true, VX, BXT, BP>(a, 0, glean_kernel<T, false, VX, BXT, BP, MINB, WSH>,
-                                            glean_kernel<T, true, VX, BXT, BP, MINB, WSH>, stream);
-}
-
 /* Launches one instantiation of gregister_kernel (hgr_launch). */
 template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool WSH>
 static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
@@ -918,17 +756,13 @@ static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
         gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH>, stream);
 }
 
-/* Which kernel 3D with staged weights runs: the warp-tile kernel (the
- * default), or for comparison, and so that the tests cover them,
- * HEAT_CUDA_GR_KERNEL=lean (glean_kernel) or plain (gregister_kernel).
- * Read on every launch. */
-enum { GR_WARP, GR_LEAN, GR_PLAIN };
-static int gr_kernel(void)
+/* Whether 3D with staged weights runs the warp-tile kernel (the default) or,
+ * for comparison and so that the tests cover it, gregister_kernel
+ * (HEAT_CUDA_GR_KERNEL=plain). Read on every launch. */
+static bool gr_plain(void)
 {
     const char *s = getenv("HEAT_CUDA_GR_KERNEL");
-    if (s && !strcmp(s, "lean")) return GR_LEAN;
-    if (s && !strcmp(s, "plain")) return GR_PLAIN;
-    return GR_WARP;
+    return s && !strcmp(s, "plain");
 }
 
 /* The warp-tile kernel's shape, measured (docs/PERFORMANCE.md): groups of
@@ -947,17 +781,13 @@ template <typename T, int VX> static cudaError_t gwarp_dims(const heat_general_a
  * (weights read through the cache) gregister_kernel, 64 x 4 threads at 2
  * blocks per multiprocessor (128 registers; 3 blocks of it spilled and ran
  * at 48% of copy instead of 71%; the other shapes measured are in
- * docs/PERFORMANCE.md). glean_kernel runs 64 x 4 threads at 3 blocks (80
- * registers). 2D: rows of 128 threads. */
+ * docs/PERFORMANCE.md). 2D: rows of 128 threads. */
 template <typename T, int VX, bool WSH>
 static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
     if (d3) {
-        if constexpr (WSH) {
-            const int k = gr_kernel();
-            if (k == GR_WARP) return gwarp_dims<T, VX>(a, stream);
-            if (k == GR_LEAN) return glean_launch<T, VX, 64, 4, 3, WSH>(a, stream);
-        }
+        if constexpr (WSH)
+            if (!gr_plain()) return gwarp_dims<T, VX>(a, stream);
         return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
     }
     return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
