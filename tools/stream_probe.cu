@@ -20,14 +20,8 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "stream_probe: %s: %s\n", #x, cudaGetErrorString(e_));                 \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#define PROBE_NAME "stream_probe"
+#include "probe.cuh"
 
 template <typename T> struct V16;
 template <> struct V16<float> {
@@ -98,30 +92,6 @@ __global__ void __launch_bounds__(256) planes(const T *__restrict__ u, const uin
         if (CLS) v = addc(v, cv);
         *reinterpret_cast<V *>(o + off) = v;
     }
-}
-
-template <typename F> static float median_ms(F launch)
-{
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    launch();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> t;
-    for (int r = 0; r < 21; r++) {
-        CK(cudaEventRecord(a));
-        launch();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return t[t.size() / 2];
 }
 
 template <typename T> static void probe(int n, int sms)

@@ -26,15 +26,8 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "warp_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_),        \
-                    __LINE__);                                                                    \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#define PROBE_NAME "warp_probe"
+#include "probe.cuh"
 
 constexpr int NCLS = 256;
 constexpr unsigned AXB = 4096; /* bytes per axis table, as the lean kernel */
@@ -243,30 +236,6 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) warp_kernel(const args<T>
         if (hl) hc = hn, mhc = mats(hcn);
         if (sd) sc = sn, msc = tmat[scn];
     }
-}
-
-template <typename F> static float median_ms(F launch)
-{
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    launch();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> t;
-    for (int r = 0; r < 21; r++) {
-        CK(cudaEventRecord(a));
-        launch();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return t[t.size() / 2];
 }
 
 /* Runs of planes per tile that fill the resident slots (the rule of
