@@ -160,7 +160,7 @@ int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm)
 
 /* Planes per block run where a tile's runs should fill the resident slots
  * rather than stop at one wave (wchunk_filled). At 512^3 with 256 tiles for
- * 396 slots (the lean materials kernel, 3 blocks per multiprocessor) this
+ * 396 slots (a kernel of 64 x 4 tiles at 3 blocks per multiprocessor) this
  * takes 3 runs of 171 planes, 1.94 waves, where heat_cuda_wchunk takes one
  * of 512 and leaves a third of the slots empty. HEAT_CUDA_WCHUNK sets the
  * run length directly; HEAT_CUDA_FILL=0 takes heat_cuda_wchunk's runs, for
