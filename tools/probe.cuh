@@ -17,14 +17,14 @@
 #error "define PROBE_NAME (the program's name, for its messages) before including probe.cuh"
 #endif
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, PROBE_NAME ": %s: %s (line %d)\n", #x, cudaGetErrorString(e_),        \
-                    __LINE__);                                                                    \
-            exit(1);                                                                              \
-        }                                                                                         \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, PROBE_NAME ": %s: %s (line %d)\n", #x, cudaGetErrorString(e_),         \
+                    __LINE__);                                                                     \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* Median milliseconds of launch() on the default stream. */

@@ -70,8 +70,9 @@ __global__ void flat(const T *__restrict__ u, const uint8_t *__restrict__ c, T *
  * `run` planes of it along z, loading each plane one ahead as the stencil
  * kernels do. */
 template <typename T, bool CLS>
-__global__ void __launch_bounds__(256) planes(const T *__restrict__ u, const uint8_t *__restrict__ c,
-                                              T *__restrict__ o, int n, int run)
+__global__ void __launch_bounds__(256)
+    planes(const T *__restrict__ u, const uint8_t *__restrict__ c, T *__restrict__ o, int n,
+           int run)
 {
     using V = typename V16<T>::t;
     constexpr int vn = V16<T>::n;
@@ -106,23 +107,33 @@ template <typename T> static void probe(int n, int sms)
     CK(cudaMemset(c, 1, N));
     const char *tn = sizeof(T) == 4 ? "float" : "double";
     const double b2 = 2.0 * sizeof(T) * N, b3 = b2 + N;
-    const float cp = median_ms([&] { CK(cudaMemcpyAsync(o, u, N * sizeof(T), cudaMemcpyDeviceToDevice)); });
-    printf("%-6s %-28s %8.4f ms %8.1f GB/s  %6.1f%%\n", tn, "cudaMemcpy (copy)", cp, b2 / cp / 1e6, 100.0);
+    const float cp =
+        median_ms([&] { CK(cudaMemcpyAsync(o, u, N * sizeof(T), cudaMemcpyDeviceToDevice)); });
+    printf("%-6s %-28s %8.4f ms %8.1f GB/s  %6.1f%%\n", tn, "cudaMemcpy (copy)", cp, b2 / cp / 1e6,
+           100.0);
     const long long groups = N / V16<T>::n;
     auto row = [&](const char *what, float ms, double bytes) {
         printf("%-6s %-28s %8.4f ms %8.1f GB/s  %6.1f%%\n", tn, what, ms, bytes / ms / 1e6,
                100.0 * (bytes / ms) / (b2 / cp));
     };
-    row("flat, no classes", median_ms([&] { flat<T, false><<<sms * 8, 256>>>(u, c, o, groups); }), b2);
-    row("flat, with classes", median_ms([&] { flat<T, true><<<sms * 8, 256>>>(u, c, o, groups); }), b3);
+    row("flat, no classes", median_ms([&] { flat<T, false><<<sms * 8, 256>>>(u, c, o, groups); }),
+        b2);
+    row("flat, with classes", median_ms([&] { flat<T, true><<<sms * 8, 256>>>(u, c, o, groups); }),
+        b3);
     const int tx = (n / V16<T>::n + 63) / 64, ty = (n + 3) / 4;
     for (int runs = 1; runs <= 4; runs *= 2) {
         const int run = (n + runs - 1) / runs;
         char what[64];
         snprintf(what, sizeof what, "planes x%d, no classes", runs);
-        row(what, median_ms([&] { planes<T, false><<<dim3(tx, ty, runs), dim3(64, 4)>>>(u, c, o, n, run); }), b2);
+        row(what, median_ms([&] {
+                planes<T, false><<<dim3(tx, ty, runs), dim3(64, 4)>>>(u, c, o, n, run);
+            }),
+            b2);
         snprintf(what, sizeof what, "planes x%d, with classes", runs);
-        row(what, median_ms([&] { planes<T, true><<<dim3(tx, ty, runs), dim3(64, 4)>>>(u, c, o, n, run); }), b3);
+        row(what, median_ms([&] {
+                planes<T, true><<<dim3(tx, ty, runs), dim3(64, 4)>>>(u, c, o, n, run);
+            }),
+            b3);
     }
     CK(cudaFree(u));
     CK(cudaFree(o));

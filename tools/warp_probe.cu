@@ -66,7 +66,10 @@ template <int VX> __device__ __forceinline__ unsigned cld(const uint8_t *p)
     else
         return __ldg(reinterpret_cast<const unsigned short *>(p));
 }
-__device__ __forceinline__ unsigned byte_of(unsigned w, int e) { return (w >> (8 * e)) & 0xffu; }
+__device__ __forceinline__ unsigned byte_of(unsigned w, int e)
+{
+    return (w >> (8 * e)) & 0xffu;
+}
 
 template <typename T> struct args {
     const T *u;
@@ -78,7 +81,8 @@ template <typename T> struct args {
     int n, nmat, run;
 };
 
-template <typename T> __device__ __forceinline__ void stage_tables(const args<T> &a, unsigned char *g, int tid, int nt)
+template <typename T>
+__device__ __forceinline__ void stage_tables(const args<T> &a, unsigned char *g, int tid, int nt)
 {
     using S = stage<T>;
     const int n2 = a.nmat * a.nmat;
@@ -108,7 +112,9 @@ template <typename T> __global__ void ref_kernel(const args<T> a)
             return (((long long)((zz + n) % n) * n + (yy + n) % n) * n + (xx + n) % n);
         };
         auto M = [&](long long k) { return (unsigned)g[S::MAT + a.c[k]]; };
-        auto W = [&](int k, unsigned off) { return *reinterpret_cast<const T *>(g + S::W + k * AXB + off); };
+        auto W = [&](int k, unsigned off) {
+            return *reinterpret_cast<const T *>(g + S::W + k * AXB + off);
+        };
         const long long kxm = at(x - 1, y, z), kxp = at(x + 1, y, z), kym = at(x, y - 1, z),
                         kyp = at(x, y + 1, z), kzm = at(x, y, z - 1), kzp = at(x, y, z + 1);
         const T c = a.u[i];
@@ -126,7 +132,7 @@ template <typename T> __global__ void ref_kernel(const args<T> a)
  * the row above; lanes of column 0 the value left of their row, column LX-1
  * the value right of it. */
 template <typename T, int LX, int LY, int WBX, int WBY, int MINB>
-__global__ void __launch_bounds__(32 * WBX *WBY, MINB) warp_kernel(const args<T> a)
+__global__ void __launch_bounds__(32 * WBX * WBY, MINB) warp_kernel(const args<T> a)
 {
     static_assert(LX * LY == 32 && LY >= 2, "a warp is LX x LY lanes, two rows or more");
     constexpr int VX = 16 / sizeof(T);
@@ -136,7 +142,9 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) warp_kernel(const args<T>
     __shared__ __align__(16) unsigned char g[S::BYTES];
     stage_tables(a, g, threadIdx.x, blockDim.x);
     const uint8_t *tmat = g + S::MAT;
-    auto W = [&](int k, unsigned off) { return *reinterpret_cast<const T *>(g + S::W + k * AXB + off); };
+    auto W = [&](int k, unsigned off) {
+        return *reinterpret_cast<const T *>(g + S::W + k * AXB + off);
+    };
     auto mats = [&](unsigned cw) {
         unsigned m = 0;
 #pragma unroll
@@ -153,7 +161,8 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) warp_kernel(const args<T>
     const bool top = ly == 0, bot = ly == LY - 1, sl = lx == 0, sr = lx == LX - 1;
     const int yh = top ? (y == 0 ? n - 1 : y - 1) : (bot ? (y == n - 1 ? 0 : y + 1) : y);
     const int xs = sl ? (x == 0 ? n - 1 : x - 1) : (sr ? (x + VX == n ? 0 : x + VX) : x);
-    const long long own = (long long)y * n + x, hal = (long long)yh * n + x, sid = (long long)y * n + xs;
+    const long long own = (long long)y * n + x, hal = (long long)yh * n + x,
+                    sid = (long long)y * n + xs;
     const bool hl = top || bot, sd = sl || sr;
     const int z0 = blockIdx.z * a.run, z1 = min(z0 + a.run, n);
     auto pl = [&](int z) { return (long long)((z + n) % n) * sw; };
@@ -197,19 +206,22 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) warp_kernel(const args<T>
         }
         mwn = mats(cn);
         /* Neighbours' materials (scaled bytes) and the x end values. */
-        unsigned mym = __shfl_up_sync(0xffffffffu, mwc, LX), myp = __shfl_down_sync(0xffffffffu, mwc, LX);
+        unsigned mym = __shfl_up_sync(0xffffffffu, mwc, LX),
+                 myp = __shfl_down_sync(0xffffffffu, mwc, LX);
         if (top) mym = mhc;
         if (bot) myp = mhc;
         unsigned mxl = byte_of(__shfl_up_sync(0xffffffffu, mwc, 1), VX - 1);
         unsigned mxr = byte_of(__shfl_down_sync(0xffffffffu, mwc, 1), 0);
-        T xl = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1), xr = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
+        T xl = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1),
+          xr = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
         if (sl) xl = sc, mxl = msc;
         if (sr) xr = sc, mxr = msc;
         G v;
         const unsigned nm = (unsigned)a.nmat;
 #pragma unroll
         for (int e = 0; e < VX; e++) {
-            T ym = __shfl_up_sync(0xffffffffu, cur.v[e], LX), yp = __shfl_down_sync(0xffffffffu, cur.v[e], LX);
+            T ym = __shfl_up_sync(0xffffffffu, cur.v[e], LX),
+              yp = __shfl_down_sync(0xffffffffu, cur.v[e], LX);
             if (top) ym = hc.v[e];
             if (bot) yp = hc.v[e];
             const T c = cur.v[e];
@@ -219,7 +231,8 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) warp_kernel(const args<T>
             const unsigned bxm = e > 0 ? byte_of(mwc, e > 0 ? e - 1 : 0) : mxl;
             const unsigned bxp = e < VX - 1 ? byte_of(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
             T s = W(0, row + bxm) * (xm - c) + W(0, row + bxp) * (xp - c);
-            s = s + (W(1, row + byte_of(mym, e)) * (ym - c) + W(1, row + byte_of(myp, e)) * (yp - c));
+            s = s +
+                (W(1, row + byte_of(mym, e)) * (ym - c) + W(1, row + byte_of(myp, e)) * (yp - c));
             s = s + (W(2, row + byte_of(mwp, e)) * (prev.v[e] - c) +
                      W(2, row + byte_of(mwn, e)) * (nxt.v[e] - c));
             const T q = *reinterpret_cast<const T *>(g + byte_of(cc, e) * TS);
@@ -258,7 +271,10 @@ template <typename T> struct field {
     T *u, *o, *r, *q, *w;
     uint8_t *c, *mat;
     int n, nmat;
-    args<T> a() const { return args<T>{u, c, o, q, mat, w, n, nmat, 0}; }
+    args<T> a() const
+    {
+        return args<T>{u, c, o, q, mat, w, n, nmat, 0};
+    }
 };
 
 template <typename T, int LX, int LY, int WBX, int WBY, int MINB>
@@ -267,7 +283,8 @@ static void variant(const field<T> &f, double copy_ms, int sms)
     constexpr int VX = 16 / sizeof(T);
     const int tx = LX * VX * WBX, ty = LY * WBY, n = f.n;
     if (n % tx || n % ty) {
-        printf("  %2dx%d lanes, %dx%d warps: skipped (%d not a multiple of the tile)\n", LX, LY, WBX, WBY, n);
+        printf("  %2dx%d lanes, %dx%d warps: skipped (%d not a multiple of the tile)\n", LX, LY,
+               WBX, WBY, n);
         return;
     }
     auto k = warp_kernel<T, LX, LY, WBX, WBY, MINB>;
@@ -292,12 +309,14 @@ static void variant(const field<T> &f, double copy_ms, int sms)
         if (memcmp(&h1[i], &h2[i], sizeof(T))) bad = i;
     const float ms = median_ms([&] { k<<<grid, 32 * WBX * WBY>>>(a); });
     const double bytes = (2.0 * sizeof(T) + 1) * N;
-    printf("  %2dx%d lanes, %dx%d warps, %d blocks/SM, %3d regs, %4d B spill, runs of %3d: %8.4f ms %7.1f GB/s "
+    printf("  %2dx%d lanes, %dx%d warps, %d blocks/SM, %3d regs, %4d B spill, runs of %3d: %8.4f "
+           "ms %7.1f GB/s "
            "%6.1f%% copy  %s\n",
            LX, LY, WBX, WBY, bps, fa.numRegs, (int)fa.localSizeBytes, a.run, ms, bytes / ms / 1e6,
            100.0 * (bytes / ms) / (2.0 * sizeof(T) * N / copy_ms), bad < 0 ? "exact" : "DIFFERS");
     if (bad >= 0)
-        printf("    first difference at %lld: %.17g against %.17g\n", bad, (double)h1[bad], (double)h2[bad]);
+        printf("    first difference at %lld: %.17g against %.17g\n", bad, (double)h1[bad],
+               (double)h2[bad]);
 }
 
 template <typename T> static void probe(int n, int sms)
@@ -322,7 +341,8 @@ template <typename T> static void probe(int n, int sms)
             return (double)(s >> 11) / 9007199254740992.0;
         };
         for (long long i = 0; i < N; i++) hu[i] = (T)rnd(), hc[i] = (uint8_t)(rnd() * 8);
-        for (int i = 0; i < 8; i++) hm[i] = (uint8_t)(i % 4), hq[i] = i >= 4 ? (T)(1e-3 * rnd()) : T(0);
+        for (int i = 0; i < 8; i++)
+            hm[i] = (uint8_t)(i % 4), hq[i] = i >= 4 ? (T)(1e-3 * rnd()) : T(0);
         for (auto &x : hw) x = (T)(0.02 + 0.02 * rnd());
         CK(cudaMemcpy(f.u, hu.data(), N * sizeof(T), cudaMemcpyHostToDevice));
         CK(cudaMemcpy(f.c, hc.data(), N, cudaMemcpyHostToDevice));
@@ -335,7 +355,8 @@ template <typename T> static void probe(int n, int sms)
     ref_kernel<T><<<sms * 8, 256>>>(ra);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    const float cp = median_ms([&] { CK(cudaMemcpyAsync(f.o, f.u, N * sizeof(T), cudaMemcpyDeviceToDevice)); });
+    const float cp =
+        median_ms([&] { CK(cudaMemcpyAsync(f.o, f.u, N * sizeof(T), cudaMemcpyDeviceToDevice)); });
     printf("%s %d^3: copy %.4f ms, %.1f GB/s\n", sizeof(T) == 4 ? "float" : "double", n, cp,
            2.0 * sizeof(T) * N / cp / 1e6);
     variant<T, 8, 4, 2, 4, 4>(f, cp, sms);

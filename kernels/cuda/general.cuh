@@ -188,8 +188,7 @@ __device__ __forceinline__ T hg_simple_point(const heat_general_args<T> &a, int 
     const T dwm = diff(owm, w == 0 && a.bw[0] == HK_NEUMANN, HG_FWLO);
     const T dwp = diff(owp, w == a.nw - 1 && a.bw[1] == HK_NEUMANN, HG_FWHI);
     return hg_point<T, D3>(a.w, a.nmat, am, cc, __ldg(&a.q[cl]), dxm, dxp, mat(oxm), mat(oxp), dpm,
-                           dpp, D3 ? mat(opm) : 0, D3 ? mat(opp) : 0, dwm, dwp, mat(owm),
-                           mat(owp));
+                           dpp, D3 ? mat(opm) : 0, D3 ? mat(opp) : 0, dwm, dwp, mat(owm), mat(owp));
 }
 
 /* Launchers (k_gsimple.cu, k_gregister.cu, k_gtemporal_*.cu), float and

@@ -102,7 +102,6 @@ template <int VX> __device__ __forceinline__ void hgr_load_ints(const int *p, in
     }
 }
 
-
 /* Whether row j is updated, its faces, and which of the group's VX nodes
  * from x = ig are written, packed into one word made opaque to the compiler
  * (an empty asm), which would otherwise work them out again from the
@@ -130,7 +129,7 @@ __device__ __forceinline__ unsigned hgr_flags(const heat_general_args<T> &a, int
     return fl;
 }
 
-/* A thread's place in the tile and what it loads, shared by both kernels:
+/* A thread's place in gregister_kernel's tile and what it loads:
  * its group of VX values (x from ig, row j of the plane) and, for the
  * first threads, a halo role as in k_register.cu (a group of the row below
  * or above the tile in 3D, or one value left or right of a tile row). */
@@ -513,7 +512,7 @@ __device__ __forceinline__ unsigned gw_byte(unsigned v, int e)
  * where the shared-plane kernels held 16 or 24 and a barrier per plane
  * (docs/PERFORMANCE.md, "The warp-tile kernel"). */
 template <typename T, bool RES, int VX, int LX, int WBX, int WBY, int MINB, bool I32>
-__global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_general_args<T> a)
+__global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_general_args<T> a)
 {
     /* Offsets into the field: 32-bit where it has fewer than 2^31 nodes
      * (four registers fewer). */
@@ -588,8 +587,9 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
     asm volatile("" : "+r"(fl));
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
-    /* Planes before, at and after the centre, the one after in flight; the
-     * centre's edge row and edge value, the next plane's in flight. */
+    /* The centre and the next plane, the one after in flight (the plane
+     * before the centre is in ps); the centre's edge row and edge value, the
+     * next plane's in flight. */
     V cur, nxt, nn, hc, hn;
     T sc = 0, sn = 0;
     unsigned cc, cn, cnn = 0, mwp, mwc, mwn, mhc = 0, hcn = 0, msc = 0, scn = 0;
@@ -632,8 +632,8 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
         unsigned mym = __shfl_up_sync(ALL, mwc, LX), myp = __shfl_down_sync(ALL, mwc, LX);
         if (top) mym = mhc;
         if (bot) myp = mhc;
-        unsigned mxl = (unsigned)gw_byte(__shfl_up_sync(ALL, mwc, 1), VX - 1);
-        unsigned mxr = (unsigned)gw_byte(__shfl_down_sync(ALL, mwc, 1), 0);
+        unsigned mxl = gw_byte(__shfl_up_sync(ALL, mwc, 1), VX - 1);
+        unsigned mxr = gw_byte(__shfl_down_sync(ALL, mwc, 1), 0);
         T xl = __shfl_up_sync(ALL, cur.v[VX - 1], 1), xr = __shfl_down_sync(ALL, cur.v[0], 1);
         if (sl) xl = sc, mxl = msc;
         if (sr) xr = sc, mxr = msc;
@@ -641,8 +641,8 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
         /* The first and the last plane when held or mirrored (the same for
          * the whole block): nothing to compute. */
         const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
-        if (!(wedge && ((w == 0 && a.bw[0] != HK_PERIODIC) ||
-                        (w == a.nw - 1 && a.bw[1] != HK_PERIODIC)))) {
+        if (!(wedge &&
+              ((w == 0 && a.bw[0] != HK_PERIODIC) || (w == a.nw - 1 && a.bw[1] != HK_PERIODIC)))) {
             const V prev = vload<T, VX>(ps);
             V v;
 #pragma unroll
@@ -653,19 +653,18 @@ __global__ void __launch_bounds__(32 * WBX *WBY, MINB) gwarp_kernel(const heat_g
                 const T c = cur.v[e];
                 const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : xl;
                 const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : xr;
-                const unsigned row = (unsigned)gw_byte(mwc, e) * nmat;
-                const unsigned bxm = e > 0 ? (unsigned)gw_byte(mwc, e > 0 ? e - 1 : 0) : mxl;
-                const unsigned bxp =
-                    e < VX - 1 ? (unsigned)gw_byte(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
+                const unsigned row = gw_byte(mwc, e) * nmat;
+                const unsigned bxm = e > 0 ? gw_byte(mwc, e > 0 ? e - 1 : 0) : mxl;
+                const unsigned bxp = e < VX - 1 ? gw_byte(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
                 T dxm = xm - c, dxp = xp - c;
                 if (e == 0 && (fl & 1)) dxm = xghost(0, gw_byte(mwc, 0), xm, c);
                 if (e == VX - 1 && (fl >> (3 + VX) & 1)) dxp = xghost(1, gw_byte(mwc, e), xp, c);
                 T s = W(0, row + bxm) * dxm + W(0, row + bxp) * dxp;
-                s = s + (W(1, row + (unsigned)gw_byte(mym, e)) * (pm - c) +
-                         W(1, row + (unsigned)gw_byte(myp, e)) * (pp - c));
-                s = s + (W(2, row + (unsigned)gw_byte(mwp, e)) * (prev.v[e] - c) +
-                         W(2, row + (unsigned)gw_byte(mwn, e)) * (nxt.v[e] - c));
-                const T q = *reinterpret_cast<const T *>(gst + (unsigned)gw_byte(cc, e) * TS);
+                s = s + (W(1, row + gw_byte(mym, e)) * (pm - c) +
+                         W(1, row + gw_byte(myp, e)) * (pp - c));
+                s = s + (W(2, row + gw_byte(mwp, e)) * (prev.v[e] - c) +
+                         W(2, row + gw_byte(mwn, e)) * (nxt.v[e] - c));
+                const T q = *reinterpret_cast<const T *>(gst + gw_byte(cc, e) * TS);
                 v.v[e] = c + (s + q);
             }
             /* (Written nodes lie inside the grid: there gofs is j sp + ig.) */
@@ -744,7 +743,8 @@ static cudaError_t gwarp_launch(const heat_general_args<T> &a, cudaStream_t stre
             : hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, false>,
                                        gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, false>, block,
                                        bx, bp, stream);
-    return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, 0x3c, stream);
+    constexpr unsigned pw = 1u << HG_FPLO | 1u << HG_FPHI | 1u << HG_FWLO | 1u << HG_FWHI;
+    return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, pw, stream);
 }
 
 /* Launches one instantiation of gregister_kernel (hgr_launch). */
@@ -769,12 +769,13 @@ static bool gr_plain(void)
  * 16 bytes in warps of 16 x 2 lanes, 8 warps stacked along y (a tile of 64
  * floats or 32 doubles by 16 rows); single values in warps of 16 x 2 lanes,
  * 2 x 4 warps (32 x 8). 4 blocks of 256 threads a multiprocessor. */
-template <typename T, int VX> static cudaError_t gwarp_dims(const heat_general_args<T> &a,
-                                                           cudaStream_t stream)
+template <typename T, int VX>
+static cudaError_t gwarp_dims(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    if constexpr (VX == 4) return gwarp_launch<T, VX, 16, 1, 8, 4>(a, stream);
-    else if constexpr (VX == 2) return gwarp_launch<T, VX, 16, 1, 8, 4>(a, stream);
-    else return gwarp_launch<T, VX, 16, 2, 4, 4>(a, stream);
+    if constexpr (VX > 1)
+        return gwarp_launch<T, VX, 16, 1, 8, 4>(a, stream);
+    else
+        return gwarp_launch<T, VX, 16, 2, 4, 4>(a, stream);
 }
 
 /* 3D with the weights staged: the warp-tile kernel (above). Otherwise

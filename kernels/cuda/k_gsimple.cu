@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(256) gfaces_kernel(const heat_general_args<T> 
     ix[axis == 0 ? 1 : 0] = s;
     ix[axis == 2 ? 1 : 2] = t;
     const int i = ix[0], j = ix[1], w = ix[2];
-    bool mine = i < a.nx && j < a.np && w < a.nw && hk_writes<T, true>(a, i, j, w);
+    bool mine = hk_writes<T, true>(a, i, j, w); /* inside the grid too */
     /* Not on an earlier mirrored face of the list. */
     for (int k = 0; k < (int)blockIdx.z; k++) {
         const int g = fs.f[k];
