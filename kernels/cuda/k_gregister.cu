@@ -488,16 +488,16 @@ __device__ __forceinline__ unsigned gw_byte(unsigned v, int e)
  * 2014; Chen et al., "A versatile software systolic execution model for
  * GPU memory-bound kernels", SC19):
  * - in-plane neighbours come by warp shuffle, x from the next lane, p from
- *   the lane LX away;
+ *   the lane LX away (with two rows a warp, one exchange between them);
  * - what lies beyond the warp is loaded by the lanes at its edges: the
  *   lanes of row 0 the row before the warp's first, those of row LY - 1 the
  *   row after its last (one group each, mapped through the faces), the
  *   lanes of column 0 and LX - 1 the value left or right of their row; the
  *   caches serve most of it from a neighbouring warp's loads (the DRAM
  *   traffic stays about a read and a write of the field);
- * - the next plane and the one in flight stay in registers, the plane
- *   before the centre in the thread's own slot of shared memory (no other
- *   thread reads it: no barrier).
+ * - the next plane and the one in flight stay in registers; the plane
+ *   before the centre too in float, in double in the thread's own slot of
+ *   shared memory (no other thread reads it: no barrier).
  * A lane beyond the grid's last column loads the last group, and the node
  * at its column mapped through the face as its first value: where it
  * borders the grid that is the ghost its left neighbour's shuffle takes
@@ -505,13 +505,13 @@ __device__ __forceinline__ unsigned gw_byte(unsigned v, int e)
  * part in every shuffle; only the nodes the flags mark written are stored.
  * Faces: a node on a mirrored x face is a group's first or last node, and
  * takes hg_ghost's formula in its lane (the faces' g and beta staged per
- * material); the nodes on mirrored p and w faces (whole rows and planes,
- * which the common loop would carry as branches and registers) are left to
+ * material; compiled in, XF, only where an x face is mirrored); the nodes on mirrored p and w faces
+ * (whole rows and planes, which the common loop would carry as branches and registers) are left to
  * gfaces_kernel, launched after it (k_gsimple.cu).
  * 64 registers, no spill with 32-bit offsets: 32 warps a multiprocessor,
  * where the shared-plane kernels held 16 or 24 and a barrier per plane
  * (docs/PERFORMANCE.md, "The warp-tile kernel"). */
-template <typename T, bool RES, int VX, int LX, int WBX, int WBY, int MINB, bool I32>
+template <typename T, bool RES, int VX, int LX, int WBX, int WBY, int MINB, bool I32, bool XF>
 __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_general_args<T> a)
 {
     /* Offsets into the field: 32-bit where it has fewer than 2^31 nodes
@@ -529,7 +529,7 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
      * staged). */
     __shared__ __align__(16) T xgb[4][32];
     gl_stage_tables<T>(a, gst, threadIdx.x, 32 * WBX * WBY);
-    for (int k = threadIdx.x; k < 2 * a.nmat; k += 32 * WBX * WBY) {
+    for (int k = threadIdx.x; XF && k < 2 * a.nmat; k += 32 * WBX * WBY) {
         const int f = k / a.nmat, mi = k - f * a.nmat;
         xgb[f][mi] = a.g[f * a.nmat + mi];
         xgb[2 + f][mi] = a.beta[f * a.nmat + mi];
@@ -592,14 +592,21 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
      * next plane's in flight. */
     V cur, nxt, nn, hc, hn;
     T sc = 0, sn = 0;
-    unsigned cc, cn, cnn = 0, mwp, mwc, mwn, mhc = 0, hcn = 0, msc = 0, scn = 0;
+    unsigned cc, cn, cnn, mwp, mwc, mwn, mhc = 0, hcn = 0, msc = 0, scn = 0;
+    /* The plane before the centre: in registers in float, in the thread's
+     * slot of shared memory in double (four registers more would spill). */
+    constexpr bool PREG = sizeof(T) == 4;
     T *const ps = pslot[threadIdx.x];
+    V preg;
     {
         const O pc = plane(w0);
         unsigned cp;
         V prev;
         load(plane(w0 - 1) + gofs, prev, cp);
-        vstore<T, VX>(ps, prev);
+        if (PREG)
+            preg = prev;
+        else
+            vstore<T, VX>(ps, prev);
         load(pc + gofs, cur, cc);
         load(plane(w0 + 1) + gofs, nxt, cn);
         mwp = hg_mats<VX>(tmat, cp);
@@ -611,6 +618,22 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
         }
         if (edge_col) sc = a.u[pc + sofs], msc = tmat[a.cls[pc + sofs]];
     }
+    /* The values of the rows before and after a lane's (pm, pp) from v, the
+     * lane's own, and h, its edge row's: by shuffle from the lanes LX away,
+     * the edge row at the warp's first and last row. With two rows a warp
+     * (every lane a top or a bottom lane) one exchange between the rows:
+     * half the shuffles, which take the bandwidth of the pipe the table
+     * lookups use (docs/PERFORMANCE.md). */
+    auto ynb = [&](auto v, auto h, auto &pm, auto &pp) {
+        if constexpr (LY == 2) {
+            const auto o = __shfl_xor_sync(ALL, v, LX);
+            pm = top ? h : o;
+            pp = top ? o : h;
+        } else {
+            pm = top ? h : __shfl_up_sync(ALL, v, LX);
+            pp = bot ? h : __shfl_down_sync(ALL, v, LX);
+        }
+    };
     /* The first value of a lane beyond the grid: its edge value. */
     auto ghost_first = [&] {
         if (beyond) cur.v[0] = sc, mwc = msc;
@@ -620,8 +643,8 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
     O noff = (O)(w0 + 2) * sw; /* plane w + 2, advanced */
     for (int w = w0; w < w1; w++, noff += sw) {
         if (w + 1 < w1) {
-            const O o1 = noff - sw; /* w + 1 < nw: inside */
             load((w + 2 < a.nw ? noff : plane(w + 2)) + gofs, nn, cnn);
+            const O o1 = noff - sw; /* w + 1 < nw: inside */
             if (edge_row) load(o1 + hofs, hn, hcn);
             if (edge_col) sn = a.u[o1 + sofs], scn = a.cls[o1 + sofs];
         }
@@ -629,9 +652,8 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
 
         /* The neighbours' materials and the x ends, from the lanes around
          * or the edge loads. */
-        unsigned mym = __shfl_up_sync(ALL, mwc, LX), myp = __shfl_down_sync(ALL, mwc, LX);
-        if (top) mym = mhc;
-        if (bot) myp = mhc;
+        unsigned mym, myp;
+        ynb(mwc, mhc, mym, myp);
         unsigned mxl = gw_byte(__shfl_up_sync(ALL, mwc, 1), VX - 1);
         unsigned mxr = gw_byte(__shfl_down_sync(ALL, mwc, 1), 0);
         T xl = __shfl_up_sync(ALL, cur.v[VX - 1], 1), xr = __shfl_down_sync(ALL, cur.v[0], 1);
@@ -643,13 +665,12 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
         const bool wedge = (unsigned)(w - 1) >= (unsigned)(a.nw - 2);
         if (!(wedge &&
               ((w == 0 && a.bw[0] != HK_PERIODIC) || (w == a.nw - 1 && a.bw[1] != HK_PERIODIC)))) {
-            const V prev = vload<T, VX>(ps);
+            const V prev = PREG ? preg : vload<T, VX>(ps);
             V v;
 #pragma unroll
             for (int e = 0; e < VX; e++) {
-                T pm = __shfl_up_sync(ALL, cur.v[e], LX), pp = __shfl_down_sync(ALL, cur.v[e], LX);
-                if (top) pm = hc.v[e];
-                if (bot) pp = hc.v[e];
+                T pm, pp;
+                ynb(cur.v[e], hc.v[e], pm, pp);
                 const T c = cur.v[e];
                 const T xm = e > 0 ? cur.v[e > 0 ? e - 1 : 0] : xl;
                 const T xp = e < VX - 1 ? cur.v[e < VX - 1 ? e + 1 : 0] : xr;
@@ -657,8 +678,9 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
                 const unsigned bxm = e > 0 ? gw_byte(mwc, e > 0 ? e - 1 : 0) : mxl;
                 const unsigned bxp = e < VX - 1 ? gw_byte(mwc, e < VX - 1 ? e + 1 : 0) : mxr;
                 T dxm = xm - c, dxp = xp - c;
-                if (e == 0 && (fl & 1)) dxm = xghost(0, gw_byte(mwc, 0), xm, c);
-                if (e == VX - 1 && (fl >> (3 + VX) & 1)) dxp = xghost(1, gw_byte(mwc, e), xp, c);
+                if (XF && e == 0 && (fl & 1)) dxm = xghost(0, gw_byte(mwc, 0), xm, c);
+                if (XF && e == VX - 1 && (fl >> (3 + VX) & 1))
+                    dxp = xghost(1, gw_byte(mwc, e), xp, c);
                 T s = W(0, row + bxm) * dxm + W(0, row + bxp) * dxp;
                 s = s + (W(1, row + gw_byte(mym, e)) * (pm - c) +
                          W(1, row + gw_byte(myp, e)) * (pp - c));
@@ -670,7 +692,10 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
             /* (Written nodes lie inside the grid: there gofs is j sp + ig.) */
             if (fl >> 17 & 1) hgr_store<T, RES, VX>(a.out + (noff - 2 * sw + gofs), v, cur, fl, m);
         }
-        vstore<T, VX>(ps, cur);
+        if (PREG)
+            preg = cur;
+        else
+            vstore<T, VX>(ps, cur);
         cur = nxt;
         nxt = nn;
         mwp = mwc;
@@ -727,22 +752,28 @@ static cudaError_t hgr_launch(const heat_general_args<T> &a, size_t sh,
 /* Launches the warp-tile kernel: blocks of WBX x WBY warps, a tile of
  * WBX LX VX columns by WBY (32 / LX) rows, runs of planes that fill the
  * resident blocks. Its tables are static shared memory. */
+template <typename T, int VX, int LX, int WBX, int WBY, int MINB, bool I32, bool XF>
+static cudaError_t gwarp_launch_one(const heat_general_args<T> &a, cudaStream_t stream)
+{
+    return hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, I32, XF>,
+                                    gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, I32, XF>,
+                                    dim3(32 * WBX * WBY), WBX * LX * VX, WBY * (32 / LX), stream);
+}
+
 template <typename T, int VX, int LX, int WBX, int WBY, int MINB>
 static cudaError_t gwarp_launch(const heat_general_args<T> &a, cudaStream_t stream)
 {
-    const dim3 block(32 * WBX * WBY);
-    constexpr int bx = WBX * LX * VX, bp = WBY * (32 / LX);
     /* 32-bit offsets where every plane offset the kernel forms, up to
-     * nw + 1 planes, stays below 2^31. */
+     * nw + 1 planes, stays below 2^31; the x faces' ghosts compiled in only
+     * where an x face is mirrored (their check costs about 1.5% a step). */
     const char *wide = getenv("HEAT_CUDA_GR_OFF64"); /* the 64-bit path, for the tests */
+    const bool i32 = (long long)(a.nw + 2) * a.sw < (1ll << 31) && !(wide && atoi(wide));
+    const bool xf = a.bx[0] == HK_NEUMANN || a.bx[1] == HK_NEUMANN;
     const cudaError_t e =
-        (long long)(a.nw + 2) * a.sw < (1ll << 31) && !(wide && atoi(wide))
-            ? hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, true>,
-                                       gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, true>, block,
-                                       bx, bp, stream)
-            : hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, false>,
-                                       gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, false>, block,
-                                       bx, bp, stream);
+        i32 ? (xf ? gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, true, true>(a, stream)
+                  : gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, true, false>(a, stream))
+            : (xf ? gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, false, true>(a, stream)
+                  : gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, false, false>(a, stream));
     constexpr unsigned pw = 1u << HG_FPLO | 1u << HG_FPHI | 1u << HG_FWLO | 1u << HG_FWHI;
     return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, pw, stream);
 }
