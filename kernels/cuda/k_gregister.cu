@@ -588,8 +588,12 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
     __syncthreads(); /* the staged tables */
     unsigned long long m = 0;
     /* The centre and the next plane, the one after in flight (the plane
-     * before the centre is in ps); the centre's edge row and edge value, the
-     * next plane's in flight. */
+     * before the centre below); the centre's edge row and edge value, the
+     * next plane's in flight. The plane in flight (nn, cnn) is loaded before
+     * any use; a run of one plane copies it once unread. It stays without an
+     * initial value on purpose: initialising cnn to 0 made ptxas schedule the
+     * double loop 9% slower at 512^3 (0.920 against 0.842 ms a step, same
+     * H100; docs/PERFORMANCE.md). */
     V cur, nxt, nn, hc, hn;
     T sc = 0, sn = 0;
     unsigned cc, cn, cnn, mwp, mwc, mwn, mhc = 0, hcn = 0, msc = 0, scn = 0;
