@@ -523,7 +523,8 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
     using G = gl_stage<T>;
     using V = hk_vec<T, VX>;
     __shared__ __align__(16) unsigned char gst[G::BYTES];
-    __shared__ __align__(16) T pslot[32 * WBX * WBY][VX]; /* the plane before the centre */
+    /* The plane before the centre, in double (float keeps it in registers). */
+    __shared__ __align__(16) T pslot[32 * WBX * WBY][VX];
     /* The x faces' ghost tables by scaled material: g (Neumann, flux) and
      * beta (convective) of x lo and x hi (nmat <= 32 where the weights are
      * staged). */
