@@ -373,7 +373,10 @@ int heat_case_auto_depth(const heat_case *c)
      * in both precisions where a (rank's) plane has at least 256 x 256
      * points, 3 on smaller planes, whose windows' halos weigh more (H100:
      * k = 4 up to 7% faster from 384^3 up, level at 256^3 and 512^3 in
-     * float; k = 3 5 to 8% faster at 128^3). */
+     * float; k = 3 5 to 8% faster at 128^3). Double k = 3 runs one row a
+     * thread (temporal.cuh): 2 to 3% faster than k = 4 at 512^3, 1.4 to 5%
+     * slower at the other sizes measured from 256^3 up, so the table keeps
+     * 4 (docs/PERFORMANCE.md). */
     static const int best[2][2][2] = {
         {/* 2D: double, float */ {4, 8}, /* 3D */ {4, 4}},
         {/* 2D */ {4, 4}, /* 3D */ {1, 1}},

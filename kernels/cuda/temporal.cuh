@@ -45,15 +45,17 @@ __device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
 enum { TB_INNER = 0, TB_XSEL = 1, TB_GENERAL = 2 };
 
 /* The tiling of one (precision, dimension, depth). 3D: a window of 32 rows,
- * RY = 2 rows per thread (512 threads of up to 128 registers); 2D: one row,
- * 4 independent warps per block. Values per thread along x: 16 bytes, halved
- * where 2 K x 2 rows of them would pass 64 registers (they were rings in
- * registers; the bound still keeps the per-thread values and the window
- * within the register file and 227 KB of shared memory). The x halo is a
- * multiple of VX, so that windows start on 16-byte boundaries when rows do. */
-template <typename T, bool D3, int K> struct tb_shape {
+ * RY3 rows per thread: 2 (512 threads of up to 128 registers) or 1 (1024
+ * threads of up to 64; the window, the windows' schedule and the shared
+ * memory are the same); 2D: one row, 4 independent warps per block. Values
+ * per thread along x: 16 bytes, halved where 2 K x 2 rows of them would
+ * pass 64 registers (they were rings in registers; the bound still keeps the
+ * per-thread values and the window within the register file and 227 KB of
+ * shared memory). The x halo is a multiple of VX, so that windows start on
+ * 16-byte boundaries when rows do. */
+template <typename T, bool D3, int K, int RY3 = 2> struct tb_shape {
     static constexpr int SZ = (int)sizeof(T);
-    static constexpr int RY = D3 ? 2 : 1;
+    static constexpr int RY = D3 ? RY3 : 1;
     static constexpr int VMAX = 16 / SZ;
     static constexpr int VX = 2 * K * 2 * VMAX * SZ / 4 <= 64 ? VMAX : VMAX / 2;
     static constexpr int WX = 32 * VX;
@@ -71,6 +73,18 @@ template <typename T, bool D3, int K> struct tb_shape {
         return D3 ? (size_t)2 * K * BY * WX * sizeof(T) : 0;
     }
 };
+
+/* RY3 of the uniform kernel (k_temporal.cu): 1 in double at k = 3 (32 warps
+ * per multiprocessor instead of 16; ptxas spills 12 bytes): 4.4% faster than
+ * 2 rows at 512^3 on an H100, and 3% faster than k = 4, the best before; 1
+ * was 9 to 15% slower at k = 2 and 4 and in float (docs/PERFORMANCE.md).
+ * The general kernel (gtemporal.cuh) keeps 2. tb_schedule and tb_plan_of
+ * take the default shape: in 3D they use only the window, which RY3 leaves
+ * as it is. */
+template <typename T, int K> constexpr int tb_uniform_ry3()
+{
+    return sizeof(T) == 8 && K == 3 ? 1 : 2;
+}
 
 /* Relative cost per plane of a window by what it meets (TB_INNER, TB_XSEL,
  * TB_GENERAL), in units of 1/8 of an inner window's. */
