@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(tb_ushape<T, D3, K>::THREADS, tb_ushape<T, D3,
     extern __shared__ __align__(16) unsigned char tb_smem[];
     T *const sm = reinterpret_cast<T *>(tb_smem); /* [2][K][BY][WX], 3D only */
     unsigned long long m = 0;
-    tb_schedule<T, D3, K>(
+    tb_schedule<T, D3, K, S>(
         a, aligned, gxw, gy, cw, [&](int kd, int x0, int y0, int w0, int w1, const auto &xface) {
             /* 3D: one window per block, so this branch is the whole
              * block's. 2D: the warp's own window decides; in double at
@@ -406,10 +406,6 @@ __global__ void __launch_bounds__(tb_ushape<T, D3, K>::THREADS, tb_ushape<T, D3,
 
 template <typename T, bool D3, int K> struct tb_launch {
     using S = tb_ushape<T, D3, K>;
-    using SD = tb_shape<T, D3, K>; /* tb_schedule's and tb_plan_of's */
-    static_assert(S::WX == SD::WX && S::HX == SD::HX && S::SX == SD::SX && S::SY == SD::SY &&
-                      (D3 || S::TY == SD::TY),
-                  "the schedule tiles as the kernel does");
     /* One block per resident slot (asked once per instantiation; temporal.cuh,
      * tb_blocks). */
     static cudaError_t run(const heat_stencil_args<T> &a, cudaStream_t stream)
@@ -436,7 +432,7 @@ template <typename T, bool D3, int K> struct tb_launch {
                 return e;
             res = (long long)sms * (per_sm > 0 ? per_sm : 1);
         }
-        const tb_plan p = tb_plan_of<T, D3, K>(a);
+        const tb_plan p = tb_plan_of<T, D3, K, S>(a);
         /* Costs per plane, inner : x face : general = 8 : 9 : 10, as measured
          * on an H100 (docs/PERFORMANCE.md): equal weights left the blocks
          * with face windows last, 10% slower in all at 512^3. */

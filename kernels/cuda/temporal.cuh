@@ -78,9 +78,7 @@ template <typename T, bool D3, int K, int RY3 = 2> struct tb_shape {
  * per multiprocessor instead of 16; ptxas spills 12 bytes): 4.4% faster than
  * 2 rows at 512^3 on an H100, and 3% faster than k = 4, the best before; 1
  * was 9 to 15% slower at k = 2 and 4 and in float (docs/PERFORMANCE.md).
- * The general kernel (gtemporal.cuh) keeps 2. tb_schedule and tb_plan_of
- * take the default shape: in 3D they use only the window, which RY3 leaves
- * as it is. */
+ * The general kernel (gtemporal.cuh) keeps 2. */
 template <typename T, int K> constexpr int tb_uniform_ry3()
 {
     return sizeof(T) == 8 && K == 3 ? 1 : 2;
@@ -101,12 +99,11 @@ struct tb_costs {
  * of TY windows, one per warp. Runs seg(kind, x0, y0, w0, w1, xface) for
  * each of the block's segments: the window's kind (TB_*), its first x (per
  * warp in 2D) and p, its planes, and xface(x0, width), whether a window
- * meets a non-periodic x face. */
-template <typename T, bool D3, int K, typename Seg>
+ * meets a non-periodic x face. S: the kernel's tiling. */
+template <typename T, bool D3, int K, typename S = tb_shape<T, D3, K>, typename Seg>
 __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int aligned, int gxw,
                                             int gy, tb_costs cw, Seg &&seg)
 {
-    using S = tb_shape<T, D3, K>;
     /* What window (wx, wy) meets: its kind, and its first x (per warp in 2D). */
     auto x0_of = [&](int wx, int warp) { return (D3 ? wx : wx * S::TY + warp) * S::SX - S::HX; };
     auto xface = [&](int x0, int width) {
@@ -190,9 +187,9 @@ struct tb_plan {
     long long gxw, gy, planes;
 };
 
-template <typename T, bool D3, int K> inline tb_plan tb_plan_of(const heat_stencil_args<T> &a)
+template <typename T, bool D3, int K, typename S = tb_shape<T, D3, K>>
+inline tb_plan tb_plan_of(const heat_stencil_args<T> &a)
 {
-    using S = tb_shape<T, D3, K>;
     const long long wins = (a.nx + S::SX - 1) / S::SX;
     tb_plan p;
     p.gxw = D3 ? wins : (wins + S::TY - 1) / S::TY;
