@@ -376,7 +376,9 @@ int heat_case_auto_depth(const heat_case *c)
      * float; k = 3 5 to 8% faster at 128^3). Double k = 3 runs one row a
      * thread (temporal.cuh): 2 to 3% faster than k = 4 at 512^3, 1.4 to 5%
      * slower at the other sizes measured from 256^3 up, so the table keeps
-     * 4 (docs/PERFORMANCE.md). */
+     * 4 (docs/PERFORMANCE.md). On one GPU with the uniform update the CUDA
+     * backend times this k and its neighbours before a run and keeps the
+     * fastest (cuda_backend.cu, measure_depth). */
     static const int best[2][2][2] = {
         {/* 2D: double, float */ {4, 8}, /* 3D */ {4, 4}},
         {/* 2D */ {4, 4}, /* 3D */ {1, 1}},

@@ -460,6 +460,21 @@ static void test_temporal_block(void **state)
     expect_rc(&r, 0);
     EXPECT_OUT(&r, "temporal_block 4 (4 steps fused per pass over GPU memory)\n");
     result_free(&r);
+    /* "auto": the table's k, and on one GPU the depths a run times first. */
+    heat(&r, dir, "check", "d.cfg", "--set", "solver.temporal_block=\"auto\"", "--set",
+         "solver.backend=cuda", "--set", "solver.precision=\"float\"", "--set",
+         "grid.points=[64, 64, 64]", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "temporal_block 3 (\"auto\": the fastest measured for 3D float on an H100 with "
+                   "register_tiled; a run on one GPU times k = 2 to 4 there first and keeps the "
+                   "fastest)\n");
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "solver.temporal_block=\"auto\"", "--set",
+         "solver.backend=cuda", "--set", "solver.precision=\"float\"", "--set",
+         "grid.points=[64, 64, 28]", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "a run on one GPU times k = 2 to 3 there first");
+    result_free(&r);
     heat(&r, dir, "check", "d.cfg", "--set", "solver.temporal_block=4", "--set",
          "solver.backend=cuda", "--set", "solver.kernel=sliced", NULL);
     expect_rc(&r, 0);

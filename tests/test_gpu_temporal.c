@@ -2,8 +2,8 @@
  * steps fused per pass over GPU memory, a shorter pass for the remainder)
  * against the CPU backend, value for value: every k from 2 to 8, every face
  * combination, awkward sizes, step counts that are no multiple of k, several
- * calls on one backend, NaN through the residual. Skipped (77) without a
- * usable CUDA device. */
+ * calls on one backend, NaN through the residual, "auto" timing its
+ * depths. Skipped (77) without a usable CUDA device. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -265,6 +265,65 @@ static void test_temporal_nan_reaches_the_residual(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* solver.temporal_block = "auto" on one GPU: the backend times the table's
+ * k and its neighbours before the field arrives, says what it measured and
+ * which it keeps, and the steps are the CPU's, bit for bit, in calls that
+ * are no multiple of the depth. */
+static void test_temporal_auto_measures(void **state)
+{
+    (void)state;
+    const int64_t n[3] = {64, 48, 40}; /* table: 3 (a small plane); 40 >= 8 x 4 */
+    const int t[6] = {0, 1, 2, 2, 1, 0};
+    double g[6];
+    for (int f = 0; f < 6; f++) g[f] = 2.0 * rnd() - 1.0;
+    int failures = 0;
+    for (int p = 0; p < 2; p++) {
+        const char *prec = p ? "double" : "float";
+        heat_case ref, c;
+        make_case(&ref, n, t, prec, "cpu", "register_tiled", 1, g);
+        make_case(&c, n, t, prec, "cuda", "register_tiled", 3, g);
+        c.solver.temporal_auto = 1;
+        assert_int_equal(heat_case_auto_depth(&c), 3);
+        const size_t vs = heat_case_value_size(&c), bytes = (size_t)c.d.points * vs;
+        void *f = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+        assert_non_null(f);
+        assert_non_null(want);
+        assert_non_null(got);
+        fill(f, c.d.points, vs);
+        double rw = 0, rg = -1;
+        run_backend(&ref, f, 19, want, &rw, 0);
+        heat_backend *b = NULL;
+        heat_error err;
+        if (heat_backend_create(&c, NULL, &b, &err)) fail_msg("backend: %s", err.msg);
+        const char *d = heat_backend_describe(b);
+        print_message("%s: %s\n", prec, d);
+        int k = 0;
+        const char *kp = strstr(d, "kernel, ");
+        if (!kp || sscanf(kp + 8, "%d", &k) != 1) k = 0;
+        const char *per = strstr(d, " steps per pass (auto: measured k = 2 ");
+        if (!per || !strstr(per, ", k = 3 ") || !strstr(per, ", k = 4 ") || k < 2 || k > 4)
+            fail_msg("%s: the backend (\"%s\") does not say the depths it timed and the one it "
+                     "keeps (2 to 4)",
+                     prec, d);
+        if (heat_backend_upload(b, f, &err)) fail_msg("upload: %s", err.msg);
+        if (heat_backend_advance(b, 7, NULL, &err) || heat_backend_advance(b, 12, &rg, &err))
+            fail_msg("advance: %s", err.msg);
+        if (heat_backend_download(b, got, &err)) fail_msg("download: %s", err.msg);
+        char what[128];
+        snprintf(what, sizeof what, "auto (%d steps per pass), %s, 19 steps", k, prec);
+        failures += !compare(&ref, want, got, what);
+        if (rg != rw) {
+            print_error("%s: residual cpu %.17g, gpu %.17g\n", what, rw, rg);
+            failures++;
+        }
+        heat_backend_destroy(b);
+        free(f);
+        free(want);
+        free(got);
+    }
+    assert_int_equal(failures, 0);
+}
+
 int main(void)
 {
     const int skip = gpu_tests_skip("test_gpu_temporal");
@@ -274,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_temporal_awkward_sizes),
         cmocka_unit_test(test_temporal_every_step_count),
         cmocka_unit_test(test_temporal_nan_reaches_the_residual),
+        cmocka_unit_test(test_temporal_auto_measures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

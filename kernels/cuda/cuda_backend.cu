@@ -58,7 +58,8 @@ typedef struct cuda_state {
     size_t held;
     int three_d;
     heat_kernel kernel;
-    int depth; /* steps fused per pass (temporal blocking; 1 without) */
+    int depth;           /* steps fused per pass (temporal blocking; 1 without) */
+    char auto_note[160]; /* what measure_depth timed, or "" */
     char device[256];
     heat_stencil_args<float> af;
     heat_stencil_args<double> ad;
@@ -278,6 +279,75 @@ static cudaError_t sweep(cuda_state *s, bool resid, int depth)
     }
     std::swap(s->u, s->v);
     return e;
+}
+
+/* solver.temporal_block = "auto" on one GPU with the uniform update: the
+ * depth of the table (heat_case_auto_depth, measured on an H100) and the
+ * depths next to it are timed on this GPU before the field arrives, passes
+ * from u into v of a zeroed field, alternating, and the fastest per step is
+ * kept (every depth gives the same bits, so the choice changes only the
+ * speed). Each depth's time is the median of 5 rounds of at least 2 ms of
+ * passes. The table's own k is kept unless another is faster by more than
+ * 0.5%, the rounds' spread. What was measured goes to `note`. A depth
+ * beyond the table's needs 8 k planes along the streaming axis, as the
+ * table's own rule says. */
+static cudaError_t measure_depth(cuda_state *s, const heat_case *c, char *note, size_t n)
+{
+    const int kt = s->depth;
+    const long long nw = c->grid.n[s->three_d ? 2 : 1];
+    int cand[3], nc = 0;
+    for (int k = kt - 1; k <= kt + 1; k++)
+        if (k >= 1 && k <= HEAT_CUDA_TEMPORAL_MAX && (k <= kt || nw >= 8LL * k)) cand[nc++] = k;
+    if (nc < 2) return cudaSuccess;
+    cudaError_t e = cudaMemsetAsync(s->u, 0, s->held, s->stream);
+    auto passes = [&](int k, int count) {
+        cudaError_t r = cudaSuccess;
+        for (int i = 0; i < count && r == cudaSuccess; i++) {
+            r = sweep(s, false, k);
+            std::swap(s->u, s->v); /* u stays the field */
+        }
+        return r;
+    };
+    float ms = 0;
+    int reps[3];
+    /* One pass each loads the kernel; a second, timed, sizes the rounds. */
+    for (int i = 0; i < nc && e == cudaSuccess; i++) {
+        e = passes(cand[i], 1);
+        if (e == cudaSuccess) e = cudaEventRecord(s->ev[0], s->stream);
+        if (e == cudaSuccess) e = passes(cand[i], 1);
+        if (e == cudaSuccess) e = cudaEventRecord(s->ev[1], s->stream);
+        if (e == cudaSuccess) e = cudaEventSynchronize(s->ev[1]);
+        if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+        reps[i] = ms > 0 ? (int)std::min(1000.0, std::ceil(2.0 / ms)) : 1000;
+    }
+    double t[3][5];
+    for (int r = 0; r < 5 && e == cudaSuccess; r++)
+        for (int i = 0; i < nc && e == cudaSuccess; i++) {
+            e = cudaEventRecord(s->ev[0], s->stream);
+            if (e == cudaSuccess) e = passes(cand[i], reps[i]);
+            if (e == cudaSuccess) e = cudaEventRecord(s->ev[1], s->stream);
+            if (e == cudaSuccess) e = cudaEventSynchronize(s->ev[1]);
+            if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+            t[i][r] = (double)ms / ((double)reps[i] * cand[i]);
+        }
+    if (e != cudaSuccess) return e;
+    double med[3];
+    int own = 0;
+    for (int i = 0; i < nc; i++) {
+        std::sort(t[i], t[i] + 5);
+        med[i] = t[i][2];
+        if (cand[i] == kt) own = i;
+    }
+    int best = own;
+    for (int i = 0; i < nc; i++)
+        if (med[i] < med[best] && med[i] < 0.995 * med[own]) best = i;
+    s->depth = cand[best];
+    size_t used = (size_t)snprintf(note, n, "auto: measured");
+    for (int i = 0; i < nc && used < n; i++)
+        used += (size_t)snprintf(note + used, n - used, "%s k = %d %.4g ms", i ? "," : "", cand[i],
+                                 med[i]);
+    if (used < n) snprintf(note + used, n - used, " a step");
+    return cudaSuccess;
 }
 
 /* The field between the host's contiguous layout and a device buffer's
@@ -580,6 +650,11 @@ static void describe(heat_backend *b, const cuda_state *s, const cudaDeviceProp 
     if (heat_case_multigrid(c)) /* no stencil kernel or fused steps run */
         snprintf(b->description, sizeof b->description, "cuda (%s, multigrid, %s)", prop->name,
                  heat_precision_name(c->solver.precision));
+    else if (s->auto_note[0])
+        snprintf(b->description, sizeof b->description,
+                 "cuda (%s, %s kernel, %d step%s per pass (%s), %s)", prop->name,
+                 heat_kernel_name(c->solver.kernel), s->depth, s->depth > 1 ? "s" : "",
+                 s->auto_note, heat_precision_name(c->solver.precision));
     else if (s->depth > 1)
         snprintf(
             b->description, sizeof b->description, "cuda (%s, %s kernel, %d steps per pass%s, %s)",
@@ -645,6 +720,18 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     if ((rc = allocate_device(s, &prop, err))) {
         cuda_destroy(b);
         return rc;
+    }
+    if (c->solver.temporal_auto && s->kernel == HEAT_KERNEL_REGISTER_TILED &&
+        !heat_case_multigrid(c) && !c->d.general) {
+        const cudaError_t e = measure_depth(s, c, s->auto_note, sizeof s->auto_note);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            cuda_destroy(b);
+            return heat_error_set(err, HEAT_ERUNTIME,
+                                  "cuda backend: timing the depths for solver.temporal_block = "
+                                  "\"auto\": %s",
+                                  cudaGetErrorString(e));
+        }
     }
     describe(b, s, &prop);
     *out = b;
