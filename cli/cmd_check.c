@@ -32,24 +32,25 @@ static void temporal_block_text(const heat_case *c, char *buf, size_t n)
     const char *fuser = heat_kernel_name(HEAT_KERNEL_FUSING);
     heat_backend_kind be = c->solver.backend;
     if (be == HEAT_BACKEND_AUTO && !heat_backend_has_gpu_build()) be = HEAT_BACKEND_CPU;
-    /* One GPU with the uniform update times the table's k and its
-     * neighbours before the loop (kernels/cuda/cuda_backend.cu,
-     * measure_depth): the same candidates. */
+    /* One GPU times the table's k and its neighbours before the loop
+     * (kernels/cuda/cuda_backend.cu, measure_depth): the same candidates. */
     int ranks = 1;
     for (int a = 0; a < 3; a++) ranks *= c->parallel.ranks[a] > 1 ? c->parallel.ranks[a] : 1;
     const long long nw = c->grid.n[c->grid.dims == 3 ? 2 : 1];
-    const int hi = k < 8 && nw >= 8LL * (k + 1) ? k + 1 : k;
-    if (c->solver.temporal_auto && k > 1 && ranks == 1 && !c->d.general && !heat_case_multigrid(c))
-        snprintf(buf, n,
-                 " (\"auto\": the fastest measured for %dD %s on an H100 with %s; a run on one "
-                 "GPU times k = %d to %d there first and keeps the fastest)",
-                 c->grid.dims, heat_precision_name(c->solver.precision), fuser, k - 1, hi);
+    const int lo = k > 1 ? k - 1 : 1, hi = k < 8 && nw >= 8LL * (k + 1) ? k + 1 : k;
+    const int timed =
+        ranks == 1 && fused && be != HEAT_BACKEND_CPU && !heat_case_multigrid(c) && hi > lo;
+    char times[128] = "";
+    if (timed)
+        snprintf(times, sizeof times,
+                 "; a run on one GPU times k = %d to %d there first and keeps the fastest", lo, hi);
+    if (c->solver.temporal_auto && (k > 1 || timed))
+        snprintf(buf, n, " (\"auto\": the fastest measured for %dD %s%s on an H100 with %s%s)",
+                 c->grid.dims, heat_precision_name(c->solver.precision),
+                 c->d.general ? " general cases" : "", fuser, times);
     else if (c->solver.temporal_auto)
-        snprintf(buf, n,
-                 k > 1 ? " (\"auto\": the fastest measured for %dD %s on the GPU with %s)"
-                       : " (\"auto\": nothing to fuse for %dD %s here: backend, kernel or a "
-                         "general case)%.0s",
-                 c->grid.dims, heat_precision_name(c->solver.precision), fuser);
+        snprintf(buf, n, " (\"auto\": nothing to fuse for %dD %s here: backend, kernel or grid)",
+                 c->grid.dims, heat_precision_name(c->solver.precision));
     else if (k == 1)
         buf[0] = '\0';
     else if (be == HEAT_BACKEND_CPU)

@@ -281,9 +281,10 @@ static cudaError_t sweep(cuda_state *s, bool resid, int depth)
     return e;
 }
 
-/* solver.temporal_block = "auto" on one GPU with the uniform update: the
- * depth of the table (heat_case_auto_depth, measured on an H100) and the
- * depths next to it are timed on this GPU before the field arrives, passes
+/* solver.temporal_block = "auto" on one GPU: the depth of the table
+ * (heat_case_auto_depth, measured on an H100) and the depths next to it are
+ * timed on this GPU before the field arrives (the general update once its
+ * classes and tables are set), passes
  * from u into v of a zeroed field, alternating, and the fastest per step is
  * kept (every depth gives the same bits, so the choice changes only the
  * speed). Each depth's time is the median of 5 rounds of at least 2 ms of
@@ -644,24 +645,24 @@ static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error
 
 /* "cuda (device, kernel, k steps per pass, precision)": the run's first line
  * ("cuda (device, multigrid, precision)" for a multigrid solve). */
-static void describe(heat_backend *b, const cuda_state *s, const cudaDeviceProp *prop)
+static void describe(heat_backend *b, const cuda_state *s)
 {
     const heat_case *c = b->c;
     if (heat_case_multigrid(c)) /* no stencil kernel or fused steps run */
-        snprintf(b->description, sizeof b->description, "cuda (%s, multigrid, %s)", prop->name,
+        snprintf(b->description, sizeof b->description, "cuda (%s, multigrid, %s)", s->device,
                  heat_precision_name(c->solver.precision));
     else if (s->auto_note[0])
         snprintf(b->description, sizeof b->description,
-                 "cuda (%s, %s kernel, %d step%s per pass (%s), %s)", prop->name,
+                 "cuda (%s, %s kernel, %d step%s per pass (%s), %s)", s->device,
                  heat_kernel_name(c->solver.kernel), s->depth, s->depth > 1 ? "s" : "",
                  s->auto_note, heat_precision_name(c->solver.precision));
     else if (s->depth > 1)
         snprintf(
             b->description, sizeof b->description, "cuda (%s, %s kernel, %d steps per pass%s, %s)",
-            prop->name, heat_kernel_name(c->solver.kernel), s->depth,
+            s->device, heat_kernel_name(c->solver.kernel), s->depth,
             c->solver.temporal_auto ? " (auto)" : "", heat_precision_name(c->solver.precision));
     else
-        snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", prop->name,
+        snprintf(b->description, sizeof b->description, "cuda (%s, %s kernel, %s)", s->device,
                  heat_kernel_name(c->solver.kernel), heat_precision_name(c->solver.precision));
 }
 
@@ -733,7 +734,7 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
                                   cudaGetErrorString(e));
         }
     }
-    describe(b, s, &prop);
+    describe(b, s);
     *out = b;
     return HEAT_OK;
 }
@@ -939,6 +940,12 @@ static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
                  heat_precision_name(c->solver.precision));
     }
     s->general = 1;
+    /* "auto" with the general update: timed now that its tables are here. */
+    if (shared && c->solver.temporal_auto && s->kernel == HEAT_KERNEL_REGISTER_TILED &&
+        !s->auto_note[0]) {
+        HEAT_CUDA_CHECK(measure_depth(s, c, s->auto_note, sizeof s->auto_note));
+        describe(b, s);
+    }
     return HEAT_OK;
 }
 
