@@ -284,14 +284,14 @@ static cudaError_t sweep(cuda_state *s, bool resid, int depth)
 /* solver.temporal_block = "auto" on one GPU: the depth of the table
  * (heat_case_auto_depth, measured on an H100) and the depths next to it are
  * timed on this GPU before the field arrives (the general update once its
- * classes and tables are set), passes
- * from u into v of a zeroed field, alternating, and the fastest per step is
- * kept (every depth gives the same bits, so the choice changes only the
- * speed). Each depth's time is the median of 5 rounds of at least 2 ms of
- * passes. The table's own k is kept unless another is faster by more than
- * 0.5%, the rounds' spread. What was measured goes to `note`. A depth
- * beyond the table's needs 8 k planes along the streaming axis, as the
- * table's own rule says. */
+ * classes and tables are set): passes from u into v of a zeroed field, which
+ * leave u as it is, the depths alternating; each depth's time is the median
+ * of 5 rounds of at least 2 ms of passes, and the fastest per step is kept
+ * (every depth gives the same bits, so the choice changes only the speed).
+ * The table's k stays unless another is more than 0.5% faster, so that
+ * noise does not move it. A depth beyond the table's needs 8 k planes along
+ * the streaming axis, as the table's own rule says. What was timed goes to
+ * `note`. */
 static cudaError_t measure_depth(cuda_state *s, const heat_case *c, char *note, size_t n)
 {
     const int kt = s->depth;
