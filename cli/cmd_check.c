@@ -36,8 +36,8 @@ static void temporal_block_text(const heat_case *c, char *buf, size_t n)
      * (kernels/cuda/cuda_backend.cu, measure_depth): the same candidates. */
     int ranks = 1;
     for (int a = 0; a < 3; a++) ranks *= c->parallel.ranks[a] > 1 ? c->parallel.ranks[a] : 1;
-    const long long nw = c->grid.n[c->grid.dims == 3 ? 2 : 1];
-    const int lo = k > 1 ? k - 1 : 1, hi = k < 8 && nw >= 8LL * (k + 1) ? k + 1 : k;
+    int lo, hi;
+    heat_case_auto_range(c, &lo, &hi);
     const int timed =
         ranks == 1 && fused && be != HEAT_BACKEND_CPU && !heat_case_multigrid(c) && hi > lo;
     char times[128] = "";

@@ -395,6 +395,14 @@ int heat_case_auto_depth(const heat_case *c)
     return k;
 }
 
+void heat_case_auto_range(const heat_case *c, int *lo, int *hi)
+{
+    const int k = c->solver.temporal_block;
+    const long long nw = c->grid.n[c->grid.dims == 3 ? 2 : 1];
+    *lo = k > 1 ? k - 1 : 1;
+    *hi = k < HEAT_TEMPORAL_BLOCK_MAX && nw >= 8LL * (k + 1) ? k + 1 : k;
+}
+
 /* HEAT_EINPUT for a time.dt above dt_max, with both numbers and why. */
 static int dt_refused(const heat_case *c, double dt, heat_error *err)
 {

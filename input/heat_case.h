@@ -382,6 +382,13 @@ int heat_case_derive(heat_case *c, heat_error *err);
  * every rank the same answer. heat_case_derive applies it. */
 int heat_case_auto_depth(const heat_case *c);
 
+/* The depths a run on one GPU times for "auto" before its loop (the CUDA
+ * backend's measure_depth): [*lo, *hi] around k = solver.temporal_block,
+ * k - 1 (at least 1) to k + 1, k + 1 only up to HEAT_TEMPORAL_BLOCK_MAX and
+ * where the streaming axis has 8 (k + 1) points, the table's own rule.
+ * *lo == *hi: nothing to time. */
+void heat_case_auto_range(const heat_case *c, int *lo, int *hi);
+
 /* Makes a derived case run with exactly `dt` (a restart keeps its file's dt,
  * so that it continues bit for bit): r = alpha dt / h^2 as before; the end
  * step becomes the first n with n dt >= time.end (within 1e-9 relative:

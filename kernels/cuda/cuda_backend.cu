@@ -289,55 +289,51 @@ static cudaError_t sweep(cuda_state *s, bool resid, int depth)
  * of 5 rounds of at least 2 ms of passes, and the fastest per step is kept
  * (every depth gives the same bits, so the choice changes only the speed).
  * The table's k stays unless another is more than 0.5% faster, so that
- * noise does not move it. A depth beyond the table's needs 8 k planes along
- * the streaming axis, as the table's own rule says. What was timed goes to
- * `note`. */
+ * noise does not move it. The depths: heat_case_auto_range. What was
+ * timed goes to `note`. */
 static cudaError_t measure_depth(cuda_state *s, const heat_case *c, char *note, size_t n)
 {
     const int kt = s->depth;
-    const long long nw = c->grid.n[s->three_d ? 2 : 1];
-    int cand[3], nc = 0;
-    for (int k = kt - 1; k <= kt + 1; k++)
-        if (k >= 1 && k <= HEAT_CUDA_TEMPORAL_MAX && (k <= kt || nw >= 8LL * k)) cand[nc++] = k;
+    int lo, hi;
+    heat_case_auto_range(c, &lo, &hi);
+    const int nc = hi - lo + 1;
     if (nc < 2) return cudaSuccess;
+    int cand[3];
+    for (int i = 0; i < nc; i++) cand[i] = lo + i;
     cudaError_t e = cudaMemsetAsync(s->u, 0, s->held, s->stream);
-    auto passes = [&](int k, int count) {
-        cudaError_t r = cudaSuccess;
+    /* `count` passes of k steps from u into v (u stays the field); their
+     * time in *ms where asked. */
+    auto passes = [&](int k, int count, float *ms) {
+        cudaError_t r = ms ? cudaEventRecord(s->ev[0], s->stream) : cudaSuccess;
         for (int i = 0; i < count && r == cudaSuccess; i++) {
             r = sweep(s, false, k);
-            std::swap(s->u, s->v); /* u stays the field */
+            std::swap(s->u, s->v);
         }
+        if (ms && r == cudaSuccess) r = cudaEventRecord(s->ev[1], s->stream);
+        if (ms && r == cudaSuccess) r = cudaEventSynchronize(s->ev[1]);
+        if (ms && r == cudaSuccess) r = cudaEventElapsedTime(ms, s->ev[0], s->ev[1]);
         return r;
     };
     float ms = 0;
     int reps[3];
     /* One pass each loads the kernel; a second, timed, sizes the rounds. */
     for (int i = 0; i < nc && e == cudaSuccess; i++) {
-        e = passes(cand[i], 1);
-        if (e == cudaSuccess) e = cudaEventRecord(s->ev[0], s->stream);
-        if (e == cudaSuccess) e = passes(cand[i], 1);
-        if (e == cudaSuccess) e = cudaEventRecord(s->ev[1], s->stream);
-        if (e == cudaSuccess) e = cudaEventSynchronize(s->ev[1]);
-        if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+        e = passes(cand[i], 1, nullptr);
+        if (e == cudaSuccess) e = passes(cand[i], 1, &ms);
         reps[i] = ms > 0 ? (int)std::min(1000.0, std::ceil(2.0 / ms)) : 1000;
     }
     double t[3][5];
     for (int r = 0; r < 5 && e == cudaSuccess; r++)
         for (int i = 0; i < nc && e == cudaSuccess; i++) {
-            e = cudaEventRecord(s->ev[0], s->stream);
-            if (e == cudaSuccess) e = passes(cand[i], reps[i]);
-            if (e == cudaSuccess) e = cudaEventRecord(s->ev[1], s->stream);
-            if (e == cudaSuccess) e = cudaEventSynchronize(s->ev[1]);
-            if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]);
+            e = passes(cand[i], reps[i], &ms);
             t[i][r] = (double)ms / ((double)reps[i] * cand[i]);
         }
     if (e != cudaSuccess) return e;
     double med[3];
-    int own = 0;
+    const int own = kt - lo;
     for (int i = 0; i < nc; i++) {
         std::sort(t[i], t[i] + 5);
         med[i] = t[i][2];
-        if (cand[i] == kt) own = i;
     }
     int best = own;
     for (int i = 0; i < nc; i++)
