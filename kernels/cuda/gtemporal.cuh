@@ -12,13 +12,13 @@
  * plane n - t from planes n - t - 1 .. n - t + 1) in a ring in shared memory:
  * per plane the window's classes and their materials, one byte each, stored
  * at iteration n (a material lookup per node and pass) and read by every
- * level. A thread writes only its own columns of plane n, which other
- * threads read (as p neighbours) from iteration n + 1 on, after the barrier
- * that ends each iteration; plane n - K - 2, whose slot it overwrites, was
- * last read in iteration n - 1. In 2D each warp's row of the ring is its own.
- * The ring starts zeroed, so planes read before their first store in a
- * segment (warm-up values that never reach the output) still index the
- * tables inside their bounds.
+ * level. A thread writes only its own columns of plane n, which the rows
+ * next to it read (as p neighbours) from iteration n + 1 on, after the
+ * meeting of neighbouring rows that ends each iteration (tb_rows_sync);
+ * plane n - K - 2, whose slot it overwrites, was last read in iteration
+ * n - 1. In 2D each warp's row of the ring is its own. The ring starts zeroed,
+ * so planes read before their first store in a segment (warm-up values that
+ * never reach the output) still index the tables inside their bounds.
  *
  * Faces. Window points beyond a face hold loaded values that are never used
  * by a node of the grid: at a node on a mirrored face (Neumann, flux,
@@ -287,7 +287,7 @@ __device__ __forceinline__ void tbg_segment(const heat_general_args<T> &a, const
                 }
             }
         }
-        if (D3) __syncthreads();
+        if constexpr (D3) tb_rows_sync<S::TY>();
         sl = sl + 1 == R ? 0 : sl + 1;
     };
     /* The iterations whose planes n - K .. n - 1 meet a w face take the
@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
             else
                 tbg_segment<T, D3, RES, K, false>(a, tab, aligned, x0, y0, w0, w1, sm, ring, m);
         });
-    if (RES) hk_block_max(m, a.resid);
+    if (RES) hk_warp_max(m, a.resid); /* no block barrier after tb_rows_sync */
 }
 
 /* One (precision, dimension, depth): the persistent grid as k_temporal.cu

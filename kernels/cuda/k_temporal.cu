@@ -14,19 +14,21 @@
  *   a moment ago in this iteration, in registers); level K's plane n - K
  *   goes to memory.
  * Each thread owns VX columns of RY rows (3D: 2, whose inner p neighbours
- * are its own registers, or 1 in double at k = 3; temporal.cuh) and keeps,
- * per level, the centre plane of them in registers. Shared memory holds
- * each level's planes, double-buffered so that one barrier per iteration
- * separates writes from reads: the current half gives the p neighbours of
- * other threads' rows, and the other half, before this thread overwrites
- * it, the plane before the centre of its own columns (no register ring to
- * rotate for it). x neighbours come from the neighbouring lane by warp
- * shuffle: a warp spans the window's width, so the lanes at its ends only
- * ever feed the halo. All lanes of a warp share their rows, so at level t
- * the warps whose rows no later level reads (the outer t rows on each side)
- * skip the update. In 2D (rows of x streamed along w = y) each warp is an
- * independent window of WX points, with its planes before the centre in
- * registers, no shared memory and no barrier.
+ * are its own registers; temporal.cuh) and keeps, per level, the centre
+ * plane of them in registers. Shared memory holds each level's planes,
+ * double-buffered so that one meeting per iteration separates writes from
+ * reads: the current half gives the p neighbours of other threads' rows, and
+ * the other half, before this thread overwrites it, the plane before the
+ * centre of its own columns (no register ring to rotate for it). Only the
+ * warp rows next to each other read each other's rows, so each meets just
+ * those two (tb_rows_sync, temporal.cuh), not the whole block. x neighbours
+ * come from the neighbouring lane by warp shuffle: a warp spans the window's
+ * width, so the lanes at its ends only ever feed the halo. All lanes of a
+ * warp share their rows, so at level t the warps whose rows no later level
+ * reads (the outer t rows on each side) skip the update. In 2D (rows of x
+ * streamed along w = y) each warp is an independent window of WX points,
+ * with its planes before the centre in registers, no shared memory and no
+ * barrier.
  *
  * The grid is persistent: one block per resident slot, block b taking the
  * b-th of G equal shares of all (window, plane) pairs, windows in order and
@@ -68,9 +70,6 @@
 namespace
 {
 
-/* The uniform kernel's tiling: its rows per thread (temporal.cuh). */
-template <typename T, bool D3, int K> using tb_ushape = tb_shape<T, D3, K, tb_uniform_ry3<T, K>()>;
-
 /* One segment: the window at (x0, y0) streamed over the planes [w0, w1) of
  * its column, K fused steps, level K stored where this block owns it. XF:
  * the window meets a non-periodic x face. */
@@ -78,7 +77,7 @@ template <typename T, bool D3, bool RES, int K, int FACES>
 __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int aligned, int x0,
                                            int y0, int w0, int w1, T *sm, unsigned long long &m)
 {
-    using S = tb_ushape<T, D3, K>;
+    using S = tb_shape<T, D3, K>;
     constexpr int VX = S::VX, WX = S::WX, HX = S::HX, BY = S::BY, RY = S::RY;
     using V = hk_vec<T, VX>;
     constexpr bool XF = FACES != TB_INNER, GEN = FACES == TB_GENERAL;
@@ -359,10 +358,10 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
                 }
             }
         }
-        if (D3) {
+        if constexpr (D3) {
 #pragma unroll
             for (int q = 0; q < RY; q++) orow[q] += a.sw;
-            __syncthreads();
+            tb_rows_sync<S::TY>();
         }
     };
     /* The iterations whose planes n - K .. n - 1 meet a w face (at most 2 K
@@ -379,10 +378,10 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
 
 /* The persistent grid (temporal.cuh, tb_schedule) over the uniform segments. */
 template <typename T, bool D3, bool RES, int K>
-__global__ void __launch_bounds__(tb_ushape<T, D3, K>::THREADS, tb_ushape<T, D3, K>::MINB)
+__global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K>::MINB)
     temporal_kernel(const heat_stencil_args<T> a, int aligned, int gxw, int gy, tb_costs cw)
 {
-    using S = tb_ushape<T, D3, K>;
+    using S = tb_shape<T, D3, K>;
     extern __shared__ __align__(16) unsigned char tb_smem[];
     T *const sm = reinterpret_cast<T *>(tb_smem); /* [2][K][BY][WX], 3D only */
     unsigned long long m = 0;
@@ -401,11 +400,11 @@ __global__ void __launch_bounds__(tb_ushape<T, D3, K>::THREADS, tb_ushape<T, D3,
             else
                 tb_segment<T, D3, RES, K, TB_INNER>(a, aligned, x0, y0, w0, w1, sm, m);
         });
-    if (RES) hk_block_max(m, a.resid);
+    if (RES) hk_warp_max(m, a.resid); /* no block barrier after tb_rows_sync */
 }
 
 template <typename T, bool D3, int K> struct tb_launch {
-    using S = tb_ushape<T, D3, K>;
+    using S = tb_shape<T, D3, K>;
     /* One block per resident slot (asked once per instantiation; temporal.cuh,
      * tb_blocks). */
     static cudaError_t run(const heat_stencil_args<T> &a, cudaStream_t stream)

@@ -163,6 +163,18 @@ __device__ __forceinline__ void hk_block_max(unsigned long long m, unsigned long
     }
 }
 
+/* The max of `m` over a warp, one atomicMax per warp: for kernels that
+ * may not use a block-wide barrier (temporal.cuh, tb_rows_sync). Every lane
+ * of the warp must call it. */
+__device__ __forceinline__ void hk_warp_max(unsigned long long m, unsigned long long *out)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long t = __shfl_xor_sync(0xffffffffu, m, o);
+        m = t > m ? t : m;
+    }
+    if ((threadIdx.x & 31) == 0 && m) atomicMax(out, m);
+}
+
 /* VX consecutive x values of one thread; loaded and stored as one 16-byte
  * access when VX * sizeof(T) == 16 (the address must then be 16-byte
  * aligned), else value by value. */

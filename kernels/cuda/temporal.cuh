@@ -45,17 +45,16 @@ __device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
 enum { TB_INNER = 0, TB_XSEL = 1, TB_GENERAL = 2 };
 
 /* The tiling of one (precision, dimension, depth). 3D: a window of 32 rows,
- * RY3 rows per thread: 2 (512 threads of up to 128 registers) or 1 (1024
- * threads of up to 64; the window, the windows' schedule and the shared
- * memory are the same); 2D: one row, 4 independent warps per block. Values
+ * 2 rows per thread (512 threads of up to 128 registers, 16 warp rows: the
+ * ring of tb_rows_sync); 2D: one row, 4 independent warps per block. Values
  * per thread along x: 16 bytes, halved where 2 K x 2 rows of them would
  * pass 64 registers (they were rings in registers; the bound still keeps the
  * per-thread values and the window within the register file and 227 KB of
  * shared memory). The x halo is a multiple of VX, so that windows start on
  * 16-byte boundaries when rows do. */
-template <typename T, bool D3, int K, int RY3 = 2> struct tb_shape {
+template <typename T, bool D3, int K> struct tb_shape {
     static constexpr int SZ = (int)sizeof(T);
-    static constexpr int RY = D3 ? RY3 : 1;
+    static constexpr int RY = D3 ? 2 : 1;
     static constexpr int VMAX = 16 / SZ;
     static constexpr int VX = 2 * K * 2 * VMAX * SZ / 4 <= 64 ? VMAX : VMAX / 2;
     static constexpr int WX = 32 * VX;
@@ -74,14 +73,29 @@ template <typename T, bool D3, int K, int RY3 = 2> struct tb_shape {
     }
 };
 
-/* RY3 of the uniform kernel (k_temporal.cu): 1 in double at k = 3 (32 warps
- * per multiprocessor instead of 16; ptxas spills 12 bytes): 4.4% faster than
- * 2 rows at 512^3 on an H100, and 3% faster than k = 4, the best before; 1
- * was 9 to 15% slower at k = 2 and 4 and in float (docs/PERFORMANCE.md).
- * The general kernel (gtemporal.cuh) keeps 2. */
-template <typename T, int K> constexpr int tb_uniform_ry3()
+/* The end of an iteration of a 3D window (k_temporal.cu, gtemporal.cuh):
+ * what each warp row (threadIdx.y) wrote to shared memory, the next
+ * iteration's p neighbours of the rows next to it, is read only by the warp
+ * rows next to it. So instead of the whole block it meets those two, each
+ * pair on a named barrier of its own (bar.sync with 64 threads): the 16 warp
+ * rows as a ring, pair (w, w + 1 mod 16) on barrier w + 1 mod 16, first the
+ * pairs from an even row, then those from an odd one, with no branch (rows
+ * 15 and 0 meet too, which only ties two rows that never read each other).
+ * A row is then at most one iteration ahead of the rows next to it: their
+ * writes of iteration n are done before it reads them in n + 1, and their
+ * reads of n before it overwrites that half of the double buffer in n + 1.
+ * Rows further apart drift freely, so that the block's warps are not all in
+ * the same phase of an iteration (loads, arithmetic, stores) at once: at
+ * 512^3 on an H100 the best depth ran 5.6% faster in float and 10.6% in
+ * double than with __syncthreads (docs/PERFORMANCE.md). All 16 barriers are the ring's, 0 included:
+ * a kernel that uses it may not call __syncthreads after its first iteration (a row could meet rows
+ * still in the ring); hk_warp_max gathers residuals. */
+template <int TY> __device__ __forceinline__ void tb_rows_sync()
 {
-    return sizeof(T) == 8 && K == 3 ? 1 : 2;
+    static_assert(TY == 16, "a ring of 16 warp rows on the 16 named barriers");
+    const int w = (int)threadIdx.y;
+    asm volatile("bar.sync %0, 64;" : : "r"(w & 1 ? w : w + 1) : "memory");
+    asm volatile("bar.sync %0, 64;" : : "r"(w & 1 ? (w + 1) & 15 : w) : "memory");
 }
 
 /* Relative cost per plane of a window by what it meets (TB_INNER, TB_XSEL,
