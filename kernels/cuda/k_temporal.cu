@@ -432,10 +432,10 @@ template <typename T, bool D3, int K> struct tb_launch {
             res = (long long)sms * (per_sm > 0 ? per_sm : 1);
         }
         const tb_plan p = tb_plan_of<T, D3, K, S>(a);
-        /* Costs per plane, inner : x face : general = 8 : 9 : 10, as measured
-         * on an H100 (docs/PERFORMANCE.md): equal weights left the blocks
-         * with face windows last, 10% slower in all at 512^3. */
-        const tb_costs cw = {{8, 9, 10}};
+        /* Costs per plane, inner : x face : general (temporal.cuh,
+         * tb_uniform_costs): equal weights left the blocks with face windows
+         * last, 10% slower in all at 512^3. */
+        constexpr tb_costs cw = tb_uniform_costs<T, D3, K>();
         const long long g = tb_blocks(res, p.planes, K);
         const int aligned = a.nx % S::VX == 0;
         const dim3 block(32, S::TY), grid((unsigned)g);

@@ -104,6 +104,21 @@ struct tb_costs {
     int c[3];
 };
 
+/* The uniform kernel's costs (k_temporal.cu), measured on an H100 at
+ * 512^3 and 640 x 480 x 400 with the warp rows meeting in a ring
+ * (docs/PERFORMANCE.md): 3D float k = 4 8 : 9 : 11 (5% faster than
+ * 8 : 9 : 10 at 512^3, 7.5% at 640 x 480 x 400), float k = 3 8 : 8 : 9 (1 to
+ * 2%), double k = 4 8 : 10 : 10 (2.5 to 4%); 8 : 9 : 10 elsewhere, as measured
+ * before the ring (double k = 3 is still best with it). Only the division of
+ * the work depends on them, never a value. */
+template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
+{
+    if (D3 && sizeof(T) == 4 && K == 4) return {{8, 9, 11}};
+    if (D3 && sizeof(T) == 4 && K == 3) return {{8, 8, 9}};
+    if (D3 && sizeof(T) == 8 && K == 4) return {{8, 10, 10}};
+    return {{8, 9, 10}};
+}
+
 /* The persistent grid: block b of G takes the b-th of G equal shares of the
  * work, the windows in order (rows of windows along p, windows along x) and
  * the planes in order within each, a plane of a window weighing its cost, so
