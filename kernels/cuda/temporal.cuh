@@ -107,7 +107,7 @@ struct tb_costs {
 /* The uniform kernel's costs (k_temporal.cu), measured on an H100 at
  * 512^3 and 640 x 480 x 400 with the warp rows meeting in a ring
  * (docs/PERFORMANCE.md): 3D float k = 4 8 : 9 : 11 (5% faster than
- * 8 : 9 : 10 at 512^3, 7.5% at 640 x 480 x 400), float k = 3 8 : 8 : 9 (1 to
+ * 8 : 9 : 10 at 512^3, 7.8% at 640 x 480 x 400), float k = 3 8 : 8 : 9 (1 to
  * 2%), double k = 4 8 : 10 : 10 (2.5 to 4%); 8 : 9 : 10 elsewhere, as measured
  * before the ring (double k = 3 is still best with it). Only the division of
  * the work depends on them, never a value. */
