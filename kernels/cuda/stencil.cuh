@@ -140,25 +140,29 @@ __device__ __forceinline__ void hk_update(const heat_stencil_args<T> &a, int i, 
     }
 }
 
+/* The max of `m` over the lanes of a warp, in every lane. Every lane of the
+ * warp must call it. */
+__device__ __forceinline__ unsigned long long hk_warp_reduce_max(unsigned long long m)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long t = __shfl_xor_sync(0xffffffffu, m, o);
+        m = t > m ? t : m;
+    }
+    return m;
+}
+
 /* Block-wide max of `m`, one atomicMax per block. Every thread of the block
  * must call it. */
 __device__ __forceinline__ void hk_block_max(unsigned long long m, unsigned long long *out)
 {
     __shared__ unsigned long long warp_max[32];
-    for (int o = 16; o > 0; o >>= 1) {
-        unsigned long long t = __shfl_xor_sync(0xffffffffu, m, o);
-        m = t > m ? t : m;
-    }
+    m = hk_warp_reduce_max(m);
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const int nthreads = blockDim.x * blockDim.y * blockDim.z;
     if ((tid & 31) == 0) warp_max[tid >> 5] = m;
     __syncthreads();
     if (tid < 32) {
-        m = tid < (nthreads + 31) / 32 ? warp_max[tid] : 0ull;
-        for (int o = 16; o > 0; o >>= 1) {
-            unsigned long long t = __shfl_xor_sync(0xffffffffu, m, o);
-            m = t > m ? t : m;
-        }
+        m = hk_warp_reduce_max(tid < (nthreads + 31) / 32 ? warp_max[tid] : 0ull);
         if (tid == 0 && m) atomicMax(out, m);
     }
 }
@@ -168,10 +172,7 @@ __device__ __forceinline__ void hk_block_max(unsigned long long m, unsigned long
  * of the warp must call it. */
 __device__ __forceinline__ void hk_warp_max(unsigned long long m, unsigned long long *out)
 {
-    for (int o = 16; o > 0; o >>= 1) {
-        const unsigned long long t = __shfl_xor_sync(0xffffffffu, m, o);
-        m = t > m ? t : m;
-    }
+    m = hk_warp_reduce_max(m);
     if ((threadIdx.x & 31) == 0 && m) atomicMax(out, m);
 }
 

@@ -80,16 +80,17 @@ template <typename T, bool D3, int K> struct tb_shape {
  * pair on a named barrier of its own (bar.sync with 64 threads): the 16 warp
  * rows as a ring, pair (w, w + 1 mod 16) on barrier w + 1 mod 16, first the
  * pairs from an even row, then those from an odd one, with no branch (rows
- * 15 and 0 meet too, which only ties two rows that never read each other).
- * A row is then at most one iteration ahead of the rows next to it: their
+ * 15 and 0 meet too, which only ties two rows that never read each other). A
+ * row is then at most one iteration ahead of the rows next to it: their
  * writes of iteration n are done before it reads them in n + 1, and their
  * reads of n before it overwrites that half of the double buffer in n + 1.
  * Rows further apart drift freely, so that the block's warps are not all in
  * the same phase of an iteration (loads, arithmetic, stores) at once: at
  * 512^3 on an H100 the best depth ran 5.6% faster in float and 10.6% in
- * double than with __syncthreads (docs/PERFORMANCE.md). All 16 barriers are the ring's, 0 included:
- * a kernel that uses it may not call __syncthreads after its first iteration (a row could meet rows
- * still in the ring); hk_warp_max gathers residuals. */
+ * double than with __syncthreads (docs/PERFORMANCE.md). All 16 barriers are
+ * the ring's, 0 included: a kernel that uses it may not call __syncthreads
+ * after its first iteration (a row could meet rows still in the ring);
+ * hk_warp_max gathers residuals. */
 template <int TY> __device__ __forceinline__ void tb_rows_sync()
 {
     static_assert(TY == 16, "a ring of 16 warp rows on the 16 named barriers");
