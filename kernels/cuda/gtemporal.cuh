@@ -364,7 +364,7 @@ cudaError_t gtb_run(const heat_general_args<T> &a, cudaStream_t stream)
         asked = sh;
     }
     const tb_plan p = tb_plan_of<T, D3, K>(a);
-    const tb_costs cw = {{8, 9, 10}};
+    const tb_costs cw = tb_costs_or_env({{32, 36, 40}});
     const long long g = tb_blocks(res, p.planes, K);
     const int aligned = a.nx % S::VX == 0;
     const dim3 block(32, S::TY), grid((unsigned)g);

@@ -435,7 +435,7 @@ template <typename T, bool D3, int K> struct tb_launch {
         /* Costs per plane, inner : x face : general (temporal.cuh,
          * tb_uniform_costs): equal weights left the blocks with face windows
          * last, 10% slower in all at 512^3. */
-        constexpr tb_costs cw = tb_uniform_costs<T, D3, K>();
+        const tb_costs cw = tb_costs_or_env(tb_uniform_costs<T, D3, K>());
         const long long g = tb_blocks(res, p.planes, K);
         const int aligned = a.nx % S::VX == 0;
         const dim3 block(32, S::TY), grid((unsigned)g);

@@ -7,6 +7,7 @@
 #define HEAT_CUDA_TEMPORAL_CUH
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "stencil.cuh"
@@ -100,24 +101,27 @@ template <int TY> __device__ __forceinline__ void tb_rows_sync()
 }
 
 /* Relative cost per plane of a window by what it meets (TB_INNER, TB_XSEL,
- * TB_GENERAL), in units of 1/8 of an inner window's. */
+ * TB_GENERAL), in units of 1/32 of an inner window's. */
 struct tb_costs {
     int c[3];
 };
 
-/* The uniform kernel's costs (k_temporal.cu), measured on an H100 at
- * 512^3 and 640 x 480 x 400 with the warp rows meeting in a ring
- * (docs/PERFORMANCE.md): 3D float k = 4 8 : 9 : 11 (5% faster than
- * 8 : 9 : 10 at 512^3, 7.8% at 640 x 480 x 400), float k = 3 8 : 8 : 9 (1 to
- * 2%), double k = 4 8 : 10 : 10 (2.5 to 4%); 8 : 9 : 10 elsewhere, as measured
- * before the ring (double k = 3 is still best with it). Only the division of
- * the work depends on them, never a value. */
+/* The uniform kernel's costs (k_temporal.cu), from timings on an H100 at
+ * 512^3 and 640 x 480 x 400 with the share's ends found once: each kind's
+ * time per plane, timed per segment (float k = 4 32 : 36 : 44, double k = 4
+ * 32 : 36 : 38), still left the blocks that run general windows finishing
+ * last, so their weight was raised until the pass was fastest at both sizes
+ * (docs/PERFORMANCE.md): 3D float k = 3 32 : 32 : 37, k = 4 32 : 36 : 46,
+ * double k = 3 32 : 35 : 36, k = 4 32 : 38 : 42. Other depths and 2D keep
+ * 8 : 9 : 10, as measured before. Only the division of the work depends on
+ * them, never a value. */
 template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
 {
-    if (D3 && sizeof(T) == 4 && K == 4) return {{8, 9, 11}};
-    if (D3 && sizeof(T) == 4 && K == 3) return {{8, 8, 9}};
-    if (D3 && sizeof(T) == 8 && K == 4) return {{8, 10, 10}};
-    return {{8, 9, 10}};
+    if (D3 && sizeof(T) == 4 && K == 3) return {{32, 32, 37}};
+    if (D3 && sizeof(T) == 4 && K == 4) return {{32, 36, 46}};
+    if (D3 && sizeof(T) == 8 && K == 3) return {{32, 35, 36}};
+    if (D3 && sizeof(T) == 8 && K == 4) return {{32, 38, 42}};
+    return {{32, 36, 40}};
 }
 
 /* The persistent grid: block b of G takes the b-th of G equal shares of the
@@ -129,7 +133,17 @@ template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
  * of TY windows, one per warp. Runs seg(kind, x0, y0, w0, w1, xface) for
  * each of the block's segments: the window's kind (TB_*), its first x (per
  * warp in 2D) and p, its planes, and xface(x0, width), whether a window
- * meets a non-periodic x face. S: the kernel's tiling. */
+ * meets a non-periodic x face. S: the kernel's tiling.
+ *
+ * The share's ends are found once, before the first segment, and kept in
+ * shared memory (so that nothing of the search stays live in registers
+ * across a segment), with a block barrier: the kernel may not have used
+ * tb_rows_sync yet. The windows that meet a face are a run at each end of a
+ * row (x faces) and whole rows at each end of the grid (p faces), so the
+ * units before any window have a closed form and each end is two binary
+ * searches: a few hundred instructions, where walking the windows from the
+ * first took 20 to 80 us a pass at 512^3 (the blocks far along the grid
+ * finished last; docs/PERFORMANCE.md). */
 template <typename T, bool D3, int K, typename S = tb_shape<T, D3, K>, typename Seg>
 __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int aligned, int gxw,
                                             int gy, tb_costs cw, Seg &&seg)
@@ -143,68 +157,95 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
     auto wxface = [&](int wx) {
         return xface(x0_of(wx, 0), D3 ? S::WX : S::TY * S::SX + 2 * S::HX);
     };
-    auto kind_of = [&](bool xf, int wy) {
+    auto pface = [&](int wy) {
         const int y0 = wy * S::SY - K;
-        const bool pf = D3 && ((a.bp[0] != HK_PERIODIC && y0 <= 0) ||
-                               (a.bp[1] != HK_PERIODIC && y0 + S::BY >= a.np));
+        return D3 && ((a.bp[0] != HK_PERIODIC && y0 <= 0) ||
+                      (a.bp[1] != HK_PERIODIC && y0 + S::BY >= a.np));
+    };
+    auto kind_of = [&](bool xf, bool pf) {
         return pf || (xf && !aligned) ? TB_GENERAL : (xf ? TB_XSEL : TB_INNER);
     };
-    auto kind = [&](int wx, int wy) { return kind_of(wxface(wx), wy); };
+    auto kind = [&](int wx, int wy) { return kind_of(wxface(wx), pface(wy)); };
     /* (Selects rather than an index: an indexed parameter array would go
      * to local memory.) */
     auto cost = [&](int kd) {
         return (long long)(kd == TB_INNER ? cw.c[0] : kd == TB_XSEL ? cw.c[1] : cw.c[2]);
     };
-    /* The windows of a row that meet an x face are a run at each end (one or
-     * more: a window whose halo reaches past the face meets it too); those
-     * between are alike. */
-    auto row_cost = [&](int wy) {
-        long long c = 0;
-        int lo = 0, hi = gxw;
-        for (; lo < gxw && wxface(lo); lo++) c += cost(kind_of(true, wy));
-        for (; hi > lo && wxface(hi - 1); hi--) c += cost(kind_of(true, wy));
-        c += (long long)(hi - lo) * cost(kind_of(false, wy));
-        return c * a.nw;
-    };
-    /* The block's segment number seg: the window (wx, wy) and its planes
-     * [w0, w1), or false past the last. Found afresh for each segment, so
-     * that nothing of the search stays live across a segment. */
-    auto find = [&](int seg, int &wx, int &wy, int &w0, int &w1) {
-        long long total = 0;
-        for (int y = 0; y < gy; y++) total += row_cost(y);
+    __shared__ int ends[4]; /* first window and plane, last window and end plane */
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        /* Windows [0, xlo) and [xhi, gxw) of a row meet an x face, rows
+         * [0, ylo) and [yhi, gy) a p face (each a short run). */
+        int xlo = 0, xhi = gxw, ylo = 0, yhi = gy;
+        while (xlo < gxw && wxface(xlo)) xlo++;
+        while (xhi > xlo && wxface(xhi - 1)) xhi--;
+        while (ylo < gy && pface(ylo)) ylo++;
+        while (yhi > ylo && pface(yhi - 1)) yhi--;
+        /* How many of the items [lo, hi) come before item i. */
+        auto in = [](long long i, long long lo, long long hi) {
+            const long long n = (i < hi ? i : hi) - lo;
+            return n > 0 ? n : 0ll;
+        };
+        const long long cg = cost(TB_GENERAL), ci = cost(TB_INNER), cx = cost(kind_of(true, false));
+        const long long face_row = cg * gxw * a.nw;
+        const long long inner_row = (cx * (xlo + gxw - xhi) + ci * (xhi - xlo)) * a.nw;
+        /* Units before row wy, and before window wx within row wy. */
+        auto before_row = [&](long long wy) {
+            return face_row * (in(wy, 0, ylo) + in(wy, yhi, gy)) + inner_row * in(wy, ylo, yhi);
+        };
+        auto before_win = [&](long long wy, long long wx) {
+            if (pface((int)wy)) return cg * wx * a.nw;
+            return (cx * (in(wx, 0, xlo) + in(wx, xhi, gxw)) + ci * in(wx, xlo, xhi)) * a.nw;
+        };
+        /* The window that holds unit u, and its first plane whose first
+         * unit is at or past u (plane p of a window of cost c whose units
+         * start at acc lies in units [acc + p c, acc + (p + 1) c) and
+         * belongs to the block whose share holds its first unit). */
+        auto locate = [&](long long u, int &win, int &plane) {
+            int lo = 0, hi = gy - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) / 2;
+                if (before_row(mid) <= u)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            const int wy = lo;
+            const long long r = u - before_row(wy);
+            lo = 0, hi = gxw - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) / 2;
+                if (before_win(wy, mid) <= r)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            const long long c = cost(kind(lo, wy));
+            win = wy * gxw + lo;
+            const long long p = (r - before_win(wy, lo) + c - 1) / c;
+            plane = (int)(p < a.nw ? p : a.nw);
+        };
+        const long long total = before_row(gy);
         const long long G = gridDim.x, b = blockIdx.x, per = total / G, extra = total % G;
         const long long u0 = b * per + (b < extra ? b : extra), u1 = u0 + per + (b < extra);
-        /* The window that holds unit u0, and the units before it (acc). */
-        long long acc = 0;
-        wy = 0, wx = 0;
-        for (; wy < gy - 1; wy++) {
-            const long long rc = row_cost(wy);
-            if (acc + rc > u0) break;
-            acc += rc;
-        }
-        for (; wx < gxw - 1; wx++) {
-            const long long c = cost(kind(wx, wy)) * a.nw;
-            if (acc + c > u0) break;
-            acc += c;
-        }
-        /* Plane p of a window of cost c lies in units [acc + p c, acc + (p +
-         * 1) c) and belongs to the block whose share holds its first unit. */
-        for (int k = 0; wy < gy && acc < u1; k++) {
+        ends[0] = ends[2] = 0, ends[1] = ends[3] = -1;
+        if (u1 > u0) {
+            locate(u0, ends[0], ends[1]);
+            /* The last window is the one that holds the share's last unit;
+             * the share ends at the first plane starting at or past u1. */
+            int w1;
+            locate(u1 - 1, ends[2], w1);
+            const int wy = ends[2] / gxw, wx = ends[2] % gxw;
             const long long c = cost(kind(wx, wy));
-            const long long p0 = u0 > acc ? (u0 - acc + c - 1) / c : 0;
-            const long long p1 = (u1 - acc + c - 1) / c < a.nw ? (u1 - acc + c - 1) / c : a.nw;
-            if (k == seg) {
-                w0 = (int)p0, w1 = (int)p1;
-                return true;
-            }
-            acc += c * a.nw;
-            if (++wx == gxw) wx = 0, wy++;
+            const long long acc = before_row(wy) + before_win(wy, wx);
+            const long long p = (u1 - acc + c - 1) / c;
+            ends[3] = (int)(p < a.nw ? p : a.nw);
         }
-        return false;
-    };
-    int wx, wy, w0, w1;
-    for (int s = 0; find(s, wx, wy, w0, w1); s++) {
+    }
+    __syncthreads();
+    for (int win = ends[0]; win <= ends[2]; win++) {
+        const int w0 = win == ends[0] ? ends[1] : 0, w1 = win == ends[2] ? ends[3] : a.nw;
         if (w0 >= w1) continue;
+        const int wx = win % gxw, wy = win / gxw;
         const int kd = kind(wx, wy);
         const int x0 = x0_of(wx, (int)threadIdx.y), y0 = D3 ? wy * S::SY - K : 0;
         seg(kd, x0, y0, w0, w1, xface);
@@ -226,6 +267,25 @@ inline tb_plan tb_plan_of(const heat_stencil_args<T> &a)
     p.gy = D3 ? (a.np + S::SY - 1) / S::SY : 1;
     p.planes = p.gxw * p.gy * a.nw;
     return p;
+}
+
+/* The costs a launch uses: `def`, or HEAT_CUDA_TB_COSTS ("inner,xface,
+ * general", each 1 to 1024), read once, to time other divisions of the work
+ * without building again. */
+inline tb_costs tb_costs_or_env(tb_costs def)
+{
+    static const tb_costs forced = [] {
+        tb_costs c = {{0, 0, 0}};
+        const char *s = getenv("HEAT_CUDA_TB_COSTS");
+        if (s && sscanf(s, "%d,%d,%d", &c.c[0], &c.c[1], &c.c[2]) == 3) {
+            for (int i = 0; i < 3; i++)
+                if (c.c[i] < 1 || c.c[i] > 1024) c.c[0] = 0;
+        } else {
+            c.c[0] = 0;
+        }
+        return c;
+    }();
+    return forced.c[0] ? forced : def;
 }
 
 /* The blocks of the persistent grid: one per resident slot (`res`), each
