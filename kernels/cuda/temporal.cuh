@@ -277,13 +277,10 @@ inline tb_costs tb_costs_or_env(tb_costs def)
     static const tb_costs forced = [] {
         tb_costs c = {{0, 0, 0}};
         const char *s = getenv("HEAT_CUDA_TB_COSTS");
-        if (s && sscanf(s, "%d,%d,%d", &c.c[0], &c.c[1], &c.c[2]) == 3) {
-            for (int i = 0; i < 3; i++)
-                if (c.c[i] < 1 || c.c[i] > 1024) c.c[0] = 0;
-        } else {
-            c.c[0] = 0;
-        }
-        return c;
+        const bool ok = s && sscanf(s, "%d,%d,%d", &c.c[0], &c.c[1], &c.c[2]) == 3 &&
+                        std::min({c.c[0], c.c[1], c.c[2]}) >= 1 &&
+                        std::max({c.c[0], c.c[1], c.c[2]}) <= 1024;
+        return ok ? c : tb_costs{{0, 0, 0}};
     }();
     return forced.c[0] ? forced : def;
 }
