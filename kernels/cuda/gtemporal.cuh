@@ -319,7 +319,8 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     __syncthreads();
     unsigned long long m = 0;
     tb_schedule<T, D3, K>(
-        a, aligned, gxw, gy, cw, [&](int kd, int x0, int y0, int w0, int w1, const auto &xface) {
+        a, aligned, gxw, gy, cw,
+        [&](int kd, int x0, int y0, int w0, int w1, const auto &xface, bool) {
             /* 3D: the block's window; 2D: the warp's own. In 2D at depths up
              * to 4 every window takes the loop with the face code: one copy
              * of the loop in the kernel, 5 to 10% faster at 8192^2 in both
@@ -364,7 +365,7 @@ cudaError_t gtb_run(const heat_general_args<T> &a, cudaStream_t stream)
         asked = sh;
     }
     const tb_plan p = tb_plan_of<T, D3, K>(a);
-    const tb_costs cw = tb_costs_or_env({{32, 36, 40}});
+    const tb_costs cw = tb_costs_or_env({{32, 36, 40}, -1}); /* no narrow windows */
     const long long g = tb_blocks(res, p.planes, K);
     const int aligned = a.nx % S::VX == 0;
     const dim3 block(32, S::TY), grid((unsigned)g);

@@ -72,14 +72,36 @@ namespace
 
 /* One segment: the window at (x0, y0) streamed over the planes [w0, w1) of
  * its column, K fused steps, level K stored where this block owns it. XF:
- * the window meets a non-periodic x face. */
-template <typename T, bool D3, bool RES, int K, int FACES>
+ * the window meets a non-periodic x face. NAR: a narrow window (3D, the last
+ * of a row where what it stores fits; temporal.cuh): half the values a
+ * thread, half the width, the same halo. */
+template <typename T, bool D3, bool RES, int K, int FACES, bool NAR = false>
 __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int aligned, int x0,
                                            int y0, int w0, int w1, T *sm, unsigned long long &m)
 {
     using S = tb_shape<T, D3, K>;
-    constexpr int VX = S::VX, WX = S::WX, HX = S::HX, BY = S::BY, RY = S::RY;
+    static_assert(!NAR || (D3 && S::VX % 2 == 0), "a narrow window halves the values a thread");
+    constexpr int VX = NAR ? S::VX / 2 : S::VX, WX = 32 * VX, HX = S::HX, BY = S::BY, RY = S::RY;
     using V = hk_vec<T, VX>;
+    /* Vector loads and stores: a narrow float window's pairs as one 8-byte
+     * access (vload takes 16-byte vectors only). */
+    constexpr bool PAIR = NAR && sizeof(T) == 4 && VX == 2;
+    auto ldv = [](const T *p) {
+        V r;
+        if constexpr (PAIR) {
+            const float2 f = *reinterpret_cast<const float2 *>(p);
+            r.v[0] = f.x, r.v[1] = f.y;
+        } else {
+            r = vload<T, VX>(p);
+        }
+        return r;
+    };
+    auto stv = [](T *p, const V &r) {
+        if constexpr (PAIR)
+            *reinterpret_cast<float2 *>(p) = make_float2(r.v[0], r.v[1]);
+        else
+            vstore<T, VX>(p, r);
+    };
     constexpr bool XF = FACES != TB_INNER, GEN = FACES == TB_GENERAL;
     const int lane = threadIdx.x, ty = threadIdx.y;
     const int xg = x0 + lane * VX, r0 = D3 ? ty * RY : 0, col = lane * VX;
@@ -127,7 +149,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
     auto load0 = [&](int w, int q, V &g) {
         const T *row = a.u + (long long)tb_map(w, a.nw, a.bw) * a.sw + rowoff[q];
         if (vec) {
-            g = vload<T, VX>(row + xg);
+            g = ldv(row + xg);
         } else {
 #pragma unroll
             for (int e = 0; e < VX; e++) g.v[e] = row[tb_map(xg + e, a.nx, a.bx)];
@@ -253,7 +275,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
 #pragma unroll
                 for (int q = 0; q < RY; q++) {
                     if (vec) {
-                        next[q] = vload<T, VX>(lrow[q]);
+                        next[q] = ldv(lrow[q]);
                     } else {
 #pragma unroll
                         for (int e = 0; e < VX; e++)
@@ -279,7 +301,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
                 V pv[RY];
 #pragma unroll
                 for (int q = 0; q < RY; q++)
-                    pv[q] = D3 ? vload<T, VX>(wr + (t - 1) * BY * WX + off_own + q * WX)
+                    pv[q] = D3 ? ldv(wr + (t - 1) * BY * WX + off_own + q * WX)
                                : prev[D3 ? 0 : t - 1][q];
                 /* A Neumann w face: the plane beyond it is the mirrored plane
                  * plus 2 h g. The slot of the plane beyond is overwritten in
@@ -298,8 +320,8 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
                 }
                 V pa, pb;
                 if (D3) {
-                    pa = vload<T, VX>(rd + (t - 1) * BY * WX + off_a);
-                    pb = vload<T, VX>(rd + (t - 1) * BY * WX + off_b);
+                    pa = ldv(rd + (t - 1) * BY * WX + off_a);
+                    pb = ldv(rd + (t - 1) * BY * WX + off_b);
                 }
 #pragma unroll
                 for (int q = 0; q < RY; q++) {
@@ -329,7 +351,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
                 if (!D3) prev[D3 ? 0 : t - 1][q] = own[t - 1][q];
                 own[t - 1][q] = vals[t - 1][q];
                 /* Level t - 1's plane n - t + 1: a centre of the next iteration. */
-                if (D3) vstore<T, VX>(wr + (t - 1) * BY * WX + off_own + q * WX, vals[t - 1][q]);
+                if (D3) stv(wr + (t - 1) * BY * WX + off_own + q * WX, vals[t - 1][q]);
             }
         }
         /* Level K's plane n - K, stored where this block owns it. */
@@ -341,7 +363,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
                 /* row q of plane wk, from xg */
                 T *out = D3 ? orow[q] : a.out + (long long)wk * a.sw + xg;
                 if (vec_store) {
-                    vstore<T, VX>(out, vals[K][q]);
+                    stv(out, vals[K][q]);
                 } else {
 #pragma unroll
                     for (int e = 0; e < VX; e++)
@@ -386,13 +408,23 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     T *const sm = reinterpret_cast<T *>(tb_smem); /* [2][K][BY][WX], 3D only */
     unsigned long long m = 0;
     tb_schedule<T, D3, K, S>(
-        a, aligned, gxw, gy, cw, [&](int kd, int x0, int y0, int w0, int w1, const auto &xface) {
+        a, aligned, gxw, gy, cw,
+        [&](int kd, int x0, int y0, int w0, int w1, const auto &xface, bool nar) {
             /* 3D: one window per block, so this branch is the whole
              * block's. 2D: the warp's own window decides; in double at
              * depths up to 4 every window runs the general loop (one copy
              * of the loop instead of three: 5% faster at 8192^2, k = 4;
              * slower in float and at deeper k, docs/PERFORMANCE.md). */
             constexpr bool one_loop = !D3 && sizeof(T) == 8 && K <= 4;
+            /* A narrow window takes the general loop, which is right for
+             * every kind: one more copy of the loop, not two (with the x-face
+             * one as well, ptxas spilled 36 bytes in float k = 4 against 4). */
+            if constexpr (D3 && S::VX % 2 == 0) {
+                if (nar) {
+                    tb_segment<T, D3, RES, K, TB_GENERAL, true>(a, aligned, x0, y0, w0, w1, sm, m);
+                    return;
+                }
+            }
             if (one_loop || kd == TB_GENERAL || (!D3 && !aligned && xface(x0, S::WX)))
                 tb_segment<T, D3, RES, K, TB_GENERAL>(a, aligned, x0, y0, w0, w1, sm, m);
             else if (kd == TB_XSEL && (D3 || xface(x0, S::WX)))

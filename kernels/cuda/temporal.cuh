@@ -101,9 +101,13 @@ template <int TY> __device__ __forceinline__ void tb_rows_sync()
 }
 
 /* Relative cost per plane of a window by what it meets (TB_INNER, TB_XSEL,
- * TB_GENERAL), in units of 1/32 of an inner window's. */
+ * TB_GENERAL), in units of 1/32 of an inner window's; and of a narrow window
+ * (half the width: the last of a row of windows where what it stores fits;
+ * tb_schedule) in 1/32 of a full one of its kind: 0 where none is used, -1
+ * where the kernel has none. */
 struct tb_costs {
     int c[3];
+    int narrow;
 };
 
 /* The uniform kernel's costs (k_temporal.cu), from timings on an H100 at
@@ -117,11 +121,11 @@ struct tb_costs {
  * them, never a value. */
 template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
 {
-    if (D3 && sizeof(T) == 4 && K == 3) return {{32, 32, 37}};
-    if (D3 && sizeof(T) == 4 && K == 4) return {{32, 36, 46}};
-    if (D3 && sizeof(T) == 8 && K == 3) return {{32, 35, 36}};
-    if (D3 && sizeof(T) == 8 && K == 4) return {{32, 38, 42}};
-    return {{32, 36, 40}};
+    if (D3 && sizeof(T) == 4 && K == 3) return {{32, 32, 37}, 0};
+    if (D3 && sizeof(T) == 4 && K == 4) return {{32, 36, 46}, 24};
+    if (D3 && sizeof(T) == 8 && K == 3) return {{32, 35, 36}, 0};
+    if (D3 && sizeof(T) == 8 && K == 4) return {{32, 38, 42}, 28};
+    return {{32, 36, 40}, 0};
 }
 
 /* The persistent grid: block b of G takes the b-th of G equal shares of the
@@ -130,10 +134,16 @@ template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
  * that every multiprocessor gets the same work whatever the count and kinds
  * of windows; a share that crosses from one window to the next is two
  * segments, each with its 2 K planes of warm-up. 2D: a "window" is a group
- * of TY windows, one per warp. Runs seg(kind, x0, y0, w0, w1, xface) for
- * each of the block's segments: the window's kind (TB_*), its first x (per
- * warp in 2D) and p, its planes, and xface(x0, width), whether a window
- * meets a non-periodic x face. S: the kernel's tiling.
+ * of TY windows, one per warp. Runs seg(kind, x0, y0, w0, w1, xface, narrow)
+ * for each of the block's segments: the window's kind (TB_*), its first x
+ * (per warp in 2D) and p, its planes, xface(x0, width), whether a window
+ * meets a non-periodic x face, and whether the window is narrow. S: the
+ * kernel's tiling.
+ *
+ * Narrow windows (3D, where cw.narrow > 0): the last window of a row stores
+ * what the windows before it leave, at 512 points and 120 a window 32 of its
+ * 120; where that fits in a window of half the width (the same halo), it is
+ * one, with half the values a thread (k_temporal.cu).
  *
  * The share's ends are found once, before the first segment, and kept in
  * shared memory (so that nothing of the search stays live in registers
@@ -166,13 +176,24 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
         return pf || (xf && !aligned) ? TB_GENERAL : (xf ? TB_XSEL : TB_INNER);
     };
     auto kind = [&](int wx, int wy) { return kind_of(wxface(wx), pface(wy)); };
+    /* Whether the last window of a row is narrow (it then still reaches the
+     * face, if any, so its kind is the same). */
+    constexpr int SXN = S::VX % 2 == 0 ? S::WX / 2 - 2 * S::HX : 0;
+    auto narrow = [&] { return D3 && SXN > 0 && cw.narrow > 0 && a.nx - (gxw - 1) * S::SX <= SXN; };
     /* (Selects rather than an index: an indexed parameter array would go
      * to local memory.) */
     auto cost = [&](int kd) {
         return (long long)(kd == TB_INNER ? cw.c[0] : kd == TB_XSEL ? cw.c[1] : cw.c[2]);
     };
-    __shared__ int ends[4]; /* first window and plane, last window and end plane */
+    /* First window and plane, last window and end plane, whether the last
+     * window of a row is narrow. */
+    __shared__ int ends[5];
     if (threadIdx.x == 0 && threadIdx.y == 0) {
+        const int nar = narrow();
+        /* Units of a plane of window wx of a row whose kind is kd. */
+        auto wcost = [&](int kd, int wx) {
+            return cost(kd) * (nar && wx == gxw - 1 ? cw.narrow : 32);
+        };
         /* Windows [0, xlo) and [xhi, gxw) of a row meet an x face, rows
          * [0, ylo) and [yhi, gy) a p face (each a short run). */
         int xlo = 0, xhi = gxw, ylo = 0, yhi = gy;
@@ -186,15 +207,21 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
             return n > 0 ? n : 0ll;
         };
         const long long cg = cost(TB_GENERAL), ci = cost(TB_INNER), cx = cost(kind_of(true, false));
-        const long long face_row = cg * gxw * a.nw;
-        const long long inner_row = (cx * (xlo + gxw - xhi) + ci * (xhi - xlo)) * a.nw;
-        /* Units before row wy, and before window wx within row wy. */
+        /* Units before window wx (<= gxw) of row wy: the full windows, then
+         * the narrow one. */
+        auto before_win = [&](long long wy, long long wx) {
+            const long long full = wx < gxw - nar ? wx : gxw - nar;
+            const bool pf = pface((int)wy);
+            const long long u =
+                pf ? cg * full
+                   : cx * (in(full, 0, xlo) + in(full, xhi, gxw)) + ci * in(full, xlo, xhi);
+            return (32 * u + (wx > full ? wcost(kind((int)gxw - 1, (int)wy), gxw - 1) : 0)) * a.nw;
+        };
+        /* Units before row wy: all face rows alike, all inner rows alike. */
+        const long long face_row = before_win(0, gxw);
+        const long long inner_row = ylo < yhi ? before_win(ylo, gxw) : 0;
         auto before_row = [&](long long wy) {
             return face_row * (in(wy, 0, ylo) + in(wy, yhi, gy)) + inner_row * in(wy, ylo, yhi);
-        };
-        auto before_win = [&](long long wy, long long wx) {
-            if (pface((int)wy)) return cg * wx * a.nw;
-            return (cx * (in(wx, 0, xlo) + in(wx, xhi, gxw)) + ci * in(wx, xlo, xhi)) * a.nw;
         };
         /* The window that holds unit u, and its first plane whose first
          * unit is at or past u (plane p of a window of cost c whose units
@@ -219,7 +246,7 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
                 else
                     hi = mid - 1;
             }
-            const long long c = cost(kind(lo, wy));
+            const long long c = wcost(kind(lo, wy), lo);
             win = wy * gxw + lo;
             const long long p = (r - before_win(wy, lo) + c - 1) / c;
             plane = (int)(p < a.nw ? p : a.nw);
@@ -227,7 +254,7 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
         const long long total = before_row(gy);
         const long long G = gridDim.x, b = blockIdx.x, per = total / G, extra = total % G;
         const long long u0 = b * per + (b < extra ? b : extra), u1 = u0 + per + (b < extra);
-        ends[0] = ends[2] = 0, ends[1] = ends[3] = -1;
+        ends[0] = ends[2] = 0, ends[1] = ends[3] = -1, ends[4] = nar;
         if (u1 > u0) {
             locate(u0, ends[0], ends[1]);
             /* The last window is the one that holds the share's last unit;
@@ -235,7 +262,7 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
             int w1;
             locate(u1 - 1, ends[2], w1);
             const int wy = ends[2] / gxw, wx = ends[2] % gxw;
-            const long long c = cost(kind(wx, wy));
+            const long long c = wcost(kind(wx, wy), wx);
             const long long acc = before_row(wy) + before_win(wy, wx);
             const long long p = (u1 - acc + c - 1) / c;
             ends[3] = (int)(p < a.nw ? p : a.nw);
@@ -248,7 +275,7 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
         const int wx = win % gxw, wy = win / gxw;
         const int kd = kind(wx, wy);
         const int x0 = x0_of(wx, (int)threadIdx.y), y0 = D3 ? wy * S::SY - K : 0;
-        seg(kd, x0, y0, w0, w1, xface);
+        seg(kd, x0, y0, w0, w1, xface, ends[4] && wx == gxw - 1);
     }
 }
 
@@ -270,19 +297,24 @@ inline tb_plan tb_plan_of(const heat_stencil_args<T> &a)
 }
 
 /* The costs a launch uses: `def`, or HEAT_CUDA_TB_COSTS ("inner,xface,
- * general", each 1 to 1024), read once, to time other divisions of the work
- * without building again. */
+ * general", each 1 to 1024, optionally ",narrow", 0 to 1024), read once, to
+ * time other divisions of the work without building again. A kernel without
+ * narrow windows (def.narrow < 0) gets none, whatever the variable says. */
 inline tb_costs tb_costs_or_env(tb_costs def)
 {
     static const tb_costs forced = [] {
-        tb_costs c = {{0, 0, 0}};
+        tb_costs c = {{0, 0, 0}, -1};
         const char *s = getenv("HEAT_CUDA_TB_COSTS");
-        const bool ok = s && sscanf(s, "%d,%d,%d", &c.c[0], &c.c[1], &c.c[2]) == 3 &&
-                        std::min({c.c[0], c.c[1], c.c[2]}) >= 1 &&
-                        std::max({c.c[0], c.c[1], c.c[2]}) <= 1024;
-        return ok ? c : tb_costs{{0, 0, 0}};
+        const int n = s ? sscanf(s, "%d,%d,%d,%d", &c.c[0], &c.c[1], &c.c[2], &c.narrow) : 0;
+        const bool ok = n >= 3 && std::min({c.c[0], c.c[1], c.c[2]}) >= 1 &&
+                        std::max({c.c[0], c.c[1], c.c[2], c.narrow}) <= 1024 &&
+                        (n == 3 || c.narrow >= 0);
+        return ok ? c : tb_costs{{0, 0, 0}, -1};
     }();
-    return forced.c[0] ? forced : def;
+    if (!forced.c[0]) return def;
+    tb_costs c = forced;
+    if (c.narrow < 0 || def.narrow < 0) c.narrow = def.narrow;
+    return c;
 }
 
 /* The blocks of the persistent grid: one per resident slot (`res`), each
