@@ -55,7 +55,10 @@ static void test_temporal_every_face_combination(void **state)
 /* Larger awkward grids with temporal blocking: several windows in x and y,
  * blocks whose share of the planes ends inside a window or runs on into the
  * next (a tall thin grid: several blocks on one window), grids thinner than
- * a pass is deep, a few face mixes. */
+ * a pass is deep, a few face mixes. At k = 4 in 3D the last window of a row
+ * is narrow where what it stores fits (temporal.cuh): 130 x 67 x 45 has
+ * rows of 2 (float) and 3 (double) windows ending in a narrow one, 257 x
+ * 131 x 70 rows of 3 in float that do and rows of 5 in double that do not. */
 static void test_temporal_awkward_sizes(void **state)
 {
     (void)state;

@@ -419,7 +419,7 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
             /* A narrow window takes the general loop, which is right for
              * every kind: one more copy of the loop, not two (with the x-face
              * one as well, ptxas spilled 36 bytes in float k = 4 against 4). */
-            if constexpr (D3 && S::VX % 2 == 0) {
+            if constexpr (tb_narrow_kernel<T, D3, K>()) {
                 if (nar) {
                     tb_segment<T, D3, RES, K, TB_GENERAL, true>(a, aligned, x0, y0, w0, w1, sm, m);
                     return;

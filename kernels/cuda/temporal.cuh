@@ -110,6 +110,15 @@ struct tb_costs {
     int narrow;
 };
 
+/* Whether the uniform kernel (k_temporal.cu) has narrow windows: in 3D at
+ * k = 4, the depth where they were measured faster (float 4%, double 2% at
+ * 512^3 on an H100; at k = 3 they were slower at every weight timed,
+ * docs/PERFORMANCE.md). Each is one more copy of the plane loop. */
+template <typename T, bool D3, int K> __host__ __device__ constexpr bool tb_narrow_kernel()
+{
+    return D3 && K == 4 && tb_shape<T, D3, K>::VX % 2 == 0;
+}
+
 /* The uniform kernel's costs (k_temporal.cu), from timings on an H100 at
  * 512^3 and 640 x 480 x 400 with the share's ends found once: each kind's
  * time per plane, timed per segment (float k = 4 32 : 36 : 44, double k = 4
@@ -117,15 +126,17 @@ struct tb_costs {
  * last, so their weight was raised until the pass was fastest at both sizes
  * (docs/PERFORMANCE.md): 3D float k = 3 32 : 32 : 37, k = 4 32 : 36 : 46,
  * double k = 3 32 : 35 : 36, k = 4 32 : 38 : 42. Other depths and 2D keep
- * 8 : 9 : 10, as measured before. Only the division of the work depends on
- * them, never a value. */
+ * 8 : 9 : 10, as measured before. The narrow windows at k = 4 weigh what
+ * timed fastest at 512^3: float 24, double 28 (of 32). Only the division of
+ * the work depends on them, never a value. */
 template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
 {
-    if (D3 && sizeof(T) == 4 && K == 3) return {{32, 32, 37}, 0};
-    if (D3 && sizeof(T) == 4 && K == 4) return {{32, 36, 46}, 24};
-    if (D3 && sizeof(T) == 8 && K == 3) return {{32, 35, 36}, 0};
-    if (D3 && sizeof(T) == 8 && K == 4) return {{32, 38, 42}, 28};
-    return {{32, 36, 40}, 0};
+    constexpr bool nk = tb_narrow_kernel<T, D3, K>();
+    if (D3 && sizeof(T) == 4 && K == 3) return {{32, 32, 37}, -1};
+    if (D3 && sizeof(T) == 4 && K == 4) return {{32, 36, 46}, nk ? 24 : -1};
+    if (D3 && sizeof(T) == 8 && K == 3) return {{32, 35, 36}, -1};
+    if (D3 && sizeof(T) == 8 && K == 4) return {{32, 38, 42}, nk ? 28 : -1};
+    return {{32, 36, 40}, -1};
 }
 
 /* The persistent grid: block b of G takes the b-th of G equal shares of the
@@ -191,8 +202,12 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
     if (threadIdx.x == 0 && threadIdx.y == 0) {
         const int nar = narrow();
         /* Units of a plane of window wx of a row whose kind is kd. */
+        /* (A full window weighs 32 only where there is a narrow one, so that
+         * without one the division is exactly as it was before there were
+         * any.) */
+        const long long full_w = nar ? 32 : 1;
         auto wcost = [&](int kd, int wx) {
-            return cost(kd) * (nar && wx == gxw - 1 ? cw.narrow : 32);
+            return cost(kd) * (nar && wx == gxw - 1 ? cw.narrow : full_w);
         };
         /* Windows [0, xlo) and [xhi, gxw) of a row meet an x face, rows
          * [0, ylo) and [yhi, gy) a p face (each a short run). */
@@ -215,7 +230,8 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
             const long long u =
                 pf ? cg * full
                    : cx * (in(full, 0, xlo) + in(full, xhi, gxw)) + ci * in(full, xlo, xhi);
-            return (32 * u + (wx > full ? wcost(kind((int)gxw - 1, (int)wy), gxw - 1) : 0)) * a.nw;
+            return (full_w * u + (wx > full ? wcost(kind((int)gxw - 1, (int)wy), gxw - 1) : 0)) *
+                   a.nw;
         };
         /* Units before row wy: all face rows alike, all inner rows alike. */
         const long long face_row = before_win(0, gxw);
