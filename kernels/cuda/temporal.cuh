@@ -201,10 +201,9 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
     __shared__ int ends[5];
     if (threadIdx.x == 0 && threadIdx.y == 0) {
         const int nar = narrow();
-        /* Units of a plane of window wx of a row whose kind is kd. */
-        /* (A full window weighs 32 only where there is a narrow one, so that
-         * without one the division is exactly as it was before there were
-         * any.) */
+        /* Units of a plane of window wx of a row whose kind is kd. A full
+         * window weighs 32 only where there is a narrow one, so that without
+         * one the division is exactly as it was before there were any. */
         const long long full_w = nar ? 32 : 1;
         auto wcost = [&](int kd, int wx) {
             return cost(kd) * (nar && wx == gxw - 1 ? cw.narrow : full_w);
