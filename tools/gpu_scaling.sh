@@ -14,7 +14,7 @@
 #      float and double, temporal_block 1 and 3);
 #   4. weak: 512^3 points per GPU (grid.points [512, 512, 512 N], split
 #      1 x 1 x N), float and double, temporal_block 1 and "auto", transports
-#      nccl and mpi, 200 steps, the residual every 100, no output between the
+#      nccl and mpi, 1000 steps, the residual every 100, no output between the
 #      initial and final files (output.every = 0, checkpoint_every = 0);
 #   5. strong: 1024^3 float on 1, 2, 4, 8 GPUs (the split heat chooses), the
 #      same variants; a size that does not fit the GPU's memory is skipped;
@@ -46,7 +46,9 @@
 # Set HEAT_CUDA_ARCHS (default 90), HEAT_MPIEXEC (default mpiexec), HEAT_MPIEXEC_FLAGS
 # (default --bind-to none with Open MPI),
 # HEAT_SCALING_RANKS (default 1 2 4 8 up to the GPUs that nvidia-smi -L
-# lists), HEAT_SCALING_BUILD (an existing build directory: no build step).
+# lists), HEAT_SCALING_BUILD (an existing build directory: no build step),
+# HEAT_SCALING_PRECISIONS (weak scaling's, default "float double"),
+# HEAT_SCALING_STEPS (steps of a weak or strong run, default 1000).
 # Libraries that the machine lacks are taken from .device-deps/env.sh when it
 # exists. HEAT_SCALING_DRYRUN=1 tries the script without a GPU: the CPU
 # backend, 32^3 points per rank (64^3 for strong), ranks 1 and 2, transport
@@ -64,6 +66,8 @@ if [ -f .device-deps/env.sh ]; then
   . .device-deps/env.sh
 fi
 dry=${HEAT_SCALING_DRYRUN:-0}
+precisions=${HEAT_SCALING_PRECISIONS:-float double}
+steps_per_run=${HEAT_SCALING_STEPS:-1000}
 archs=${HEAT_CUDA_ARCHS:-90}
 mpiexec=${HEAT_MPIEXEC:-mpiexec}
 # GPU ranks unbound: bound to one core each (Open MPI's default), the 2-GPU
@@ -323,7 +327,7 @@ measure() {
   rm -rf "$dir"
   "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n "$n" "$heat" run "$out/scaling.cfg" --overwrite --set "output.dir=\"$dir\"" \
     --set "grid.points=[$nx, $ny, $nz]" --set "grid.length=[1.0, $((ny / nx)).0, $((nz / nx)).0]" \
-    --set "time.max_steps=200" --set "solver.backend=\"$backend\"" \
+    --set "time.max_steps=$steps_per_run" --set "solver.backend=\"$backend\"" \
     --set "solver.precision=\"$p\"" --set "solver.temporal_block=$kset" "${sets[@]}" "$@" \
     >"$log" 2>&1
   local rc=$?
@@ -353,7 +357,7 @@ measure() {
 if has weak; then
   say "weak: ${per_rank}^3 points per rank, ranks ${ranks_all[*]}"
   drop_rows weak
-  for p in float double; do
+  for p in $precisions; do
     for k in 1 auto; do
       for n in "${ranks_all[@]}"; do
         if [ "$n" = 1 ]; then

@@ -62,8 +62,10 @@
 
 enum xport { XP_HOST, XP_DEVICE, XP_NCCL };
 
-/* Events of one exchange phase: packed (start, end), unpacked (start, end). */
-enum { EV_BEGIN, EV_INTERIOR, EV_END, EV_FIXED };
+/* The step's events (EV_PACKED: the last phase's messages packed, before
+ * any staging), then each exchange phase's: packed (start, end), unpacked
+ * (start, end). */
+enum { EV_BEGIN, EV_INTERIOR, EV_END, EV_PACKED, EV_FIXED };
 #define PHASE_EV(ph, i) (EV_FIXED + 4 * (ph) + (i))
 #define NEV             (EV_FIXED + 12)
 
@@ -87,6 +89,7 @@ struct part_state {
     heat_nccl *nccl;
     heat_halo_stats st;
     cuda_mg *mg; /* multigrid (heat_case_multigrid): its own level-0 buffers */
+    int halo_first; /* pack before the interior starts (HEAT_CUDA_HALO_FIRST=0: after) */
 };
 
 static hc_box to_hc(const hbox &b)
@@ -176,6 +179,8 @@ static cudaError_t copy_box(part_state *s, void *level, const hbox &b, size_t of
                                              s->p.sz, to_buf, st);
 }
 
+static int phase_finish(part_state *s, void *level, int ph, heat_error *err);
+
 static size_t phase_values(const heat_halo_plan &p, int ph, size_t *first)
 {
     size_t lo = (size_t)-1, hi = 0;
@@ -187,9 +192,12 @@ static size_t phase_values(const heat_halo_plan &p, int ph, size_t *first)
     return p.nmsg[ph] ? hi - lo : 0;
 }
 
-/* One phase of the exchange of `level`, queued on stream hi (the host waits
- * only where MPI needs the packed data). */
-static int exchange_phase(part_state *s, void *level, int ph, heat_error *err)
+/* One phase of the exchange of `level`, queued on stream hi, in two halves
+ * so that the interior can be launched between them: phase_post packs the
+ * messages (and stages them to the host), and with NCCL also queues the
+ * transfer and the unpacking; phase_finish runs the MPI transfer on the host
+ * (waiting for the packing first) and queues the unpacking. */
+static int phase_post(part_state *s, void *level, int ph, heat_error *err)
 {
     const heat_halo_plan &p = s->p;
     size_t first;
@@ -197,11 +205,19 @@ static int exchange_phase(part_state *s, void *level, int ph, heat_error *err)
     PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 0)], s->hi));
     for (int i = 0; i < p.nmsg[ph]; i++)
         PART_CHECK(copy_box(s, level, p.msg[ph][i].send, p.msg[ph][i].off, true, s->dsend, s->hi));
+    PART_CHECK(cudaEventRecord(s->ev[EV_PACKED], s->hi));
     if (s->xp == XP_HOST)
         PART_CHECK(cudaMemcpyAsync((char *)s->hsend + at, (char *)s->dsend + at, bytes,
                                    cudaMemcpyDeviceToHost, s->hi));
     PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 1)], s->hi));
+    return s->xp == XP_NCCL ? phase_finish(s, level, ph, err) : HEAT_OK;
+}
 
+static int phase_finish(part_state *s, void *level, int ph, heat_error *err)
+{
+    const heat_halo_plan &p = s->p;
+    size_t first;
+    const size_t n = phase_values(p, ph, &first), bytes = n * s->vs, at = first * s->vs;
     heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
     char *sb = (char *)(s->xp == XP_HOST ? s->hsend : s->dsend);
     char *rb = (char *)(s->xp == XP_HOST ? s->hrecv : s->drecv);
@@ -230,6 +246,13 @@ static int exchange_phase(part_state *s, void *level, int ph, heat_error *err)
         PART_CHECK(copy_box(s, level, p.msg[ph][i].recv, p.msg[ph][i].off, false, s->drecv, s->hi));
     PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 3)], s->hi));
     return HEAT_OK;
+}
+
+static int exchange_phase(part_state *s, void *level, int ph, heat_error *err)
+{
+    int rc = phase_post(s, level, ph, err);
+    if (!rc && s->xp != XP_NCCL) rc = phase_finish(s, level, ph, err);
+    return rc;
 }
 
 static float elapsed(cudaEvent_t a, cudaEvent_t b)
@@ -280,13 +303,24 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     const heat_halo_plan &p = s->p;
     const bool any = heat_halo_any(&p);
     PART_CHECK(cudaEventRecord(s->ev[EV_BEGIN], s->hi));
-    PART_CHECK(cudaStreamWaitEvent(s->lo, s->ev[EV_BEGIN], 0));
     for (int i = 0; i < p.nshell; i++)
         PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi));
+    /* The first phase's messages are packed (and with NCCL their transfer
+     * queued) before the interior starts: the interior's blocks then take
+     * every SM until it ends, and the packing or NCCL's kernel would wait
+     * for them (docs/PERFORMANCE.md, "Several GPUs"). */
+    const bool early = any && s->halo_first;
+    if (early) {
+        int rc = phase_post(s, s->v, 0, err);
+        if (rc) return rc;
+    }
+    PART_CHECK(cudaStreamWaitEvent(s->lo, s->ev[early ? EV_PACKED : EV_BEGIN], 0));
     PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
     PART_CHECK(cudaEventRecord(s->ev[EV_INTERIOR], s->lo));
     for (int ph = 0; any && ph < p.nphase; ph++) {
-        int rc = exchange_phase(s, s->v, ph, err);
+        int rc = !early || ph > 0          ? exchange_phase(s, s->v, ph, err)
+                 : s->xp != XP_NCCL ? phase_finish(s, s->v, ph, err)
+                                    : HEAT_OK;
         if (rc) return rc;
     }
     PART_CHECK(cudaEventRecord(s->ev[EV_END], s->hi));
@@ -590,12 +624,60 @@ static int part_field_stats(heat_backend *b, double *min, double *max, double *s
     return HEAT_OK;
 }
 
+/* Every launch the loop makes, once, outside its clock: each kernel loads at
+ * its first launch (tens of ms for fused ones), and the first exchange sets
+ * up NCCL's or MPI's connections to the neighbours. The sweeps write the
+ * other level from the current one, which the next pass rewrites; the
+ * exchange sends the current level's owned nodes into ghosts that already
+ * hold them; the statistics only read. The halo figures then start from
+ * zero, so that the summary's are the loop's. */
+static int part_warm(heat_backend *b, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    if (heat_case_multigrid(b->c)) return HEAT_OK;
+    const heat_halo_plan &p = s->p;
+    for (int d = 1; d <= p.depth; d++)
+        for (int resid = 0; resid < 2; resid++) {
+            halo_op ops[HEAT_HALO_MAX_OPS];
+            const int n = heat_halo_pass(&p, d, s->fused, resid, ops);
+            for (int i = 0; i < n; i++) {
+                if (ops[i].kind == HALO_SWEEP)
+                    PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi));
+                else if (ops[i].kind == HALO_EXCHANGE)
+                    continue; /* below, once */
+                else {
+                    for (int j = 0; j < p.nshell; j++)
+                        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi));
+                    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi));
+                }
+            }
+        }
+    const hc_box o = to_hc(p.owned);
+    if (s->vs == sizeof(float))
+        PART_CHECK(heat_cuda_launch_box_residual<float>((const float *)s->v, (const float *)s->u,
+                                                        o, p.sy, p.sz, s->d_resid, s->hi));
+    else
+        PART_CHECK(heat_cuda_launch_box_residual<double>(
+            (const double *)s->v, (const double *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
+    int rc = exchange_blocking(s, s->u, err);
+    double mn, mx, sum;
+    if (!rc) rc = part_field_stats(b, &mn, &mx, &sum, err);
+    if (rc) return rc;
+    PART_CHECK(cudaDeviceSynchronize());
+    heat_halo_stats zero;
+    memset(&zero, 0, sizeof zero);
+    memcpy(zero.transport, s->st.transport, sizeof zero.transport);
+    s->st = zero;
+    return HEAT_OK;
+}
+
 /* (Positional: C++17 has no designated initializers.) */
 static const heat_backend_ops part_ops = {
     part_upload,      part_advance,      part_download,        part_destroy,
     part_host_alloc,  part_host_free,    part_bench_time,      NULL /* poison_next */,
     part_halo_stats,  part_bench_halo,   NULL /* class_box */, NULL /* set_classes */,
-    part_field_stats, NULL /* sample */, part_mg_setup,        part_mg_info};
+    part_field_stats, NULL /* sample */, part_mg_setup,        part_mg_info,
+    NULL /* mg_bench */, part_warm};
 
 /* ----------------------------------------------------------- creation */
 
@@ -777,6 +859,8 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
         s->V = (int)(16 / s->vs);
         s->kernel = c->solver.kernel;
         s->fused = fused;
+        const char *hf = getenv("HEAT_CUDA_HALO_FIRST");
+        s->halo_first = !(hf && strcmp(hf, "0") == 0);
         heat_halo_plan_init(&s->p, c, part, s->V);
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
