@@ -68,6 +68,9 @@ enum xport { XP_HOST, XP_DEVICE, XP_NCCL };
 enum { EV_BEGIN, EV_INTERIOR, EV_END, EV_PACKED, EV_FIXED };
 #define PHASE_EV(ph, i) (EV_FIXED + 4 * (ph) + (i))
 #define NEV             (EV_FIXED + 12)
+#define NSLOT           32
+#define EV(s, i)        ((s)->ev[(s)->slot][i])
+enum { SLOT_STEP = 1, SLOT_EXCHANGE = 2 };
 
 struct part_state {
     heat_halo_plan p;
@@ -84,12 +87,16 @@ struct part_state {
     unsigned long long *d_resid, *h_resid;
     double *d_stats, *h_stats; /* field_stats: rows', groups' and the box's min, max, sum */
     cudaStream_t hi, lo;
-    cudaEvent_t ev[NEV];
+    /* The events of the last NSLOT steps or exchanges, read once they are
+     * done: the host waits for the GPU only every NSLOT of them. */
+    cudaEvent_t ev[NSLOT][NEV];
+    unsigned char pending[NSLOT]; /* SLOT_STEP, SLOT_EXCHANGE, or 0: read */
+    int slot;
     xport xp;
     heat_nccl *nccl;
     heat_halo_stats st;
     cuda_mg *mg; /* multigrid (heat_case_multigrid): its own level-0 buffers */
-    int halo_first; /* pack before the interior starts (HEAT_CUDA_HALO_FIRST=0: after) */
+    int halo_first; /* pack before the interior starts (HEAT_CUDA_HALO_FIRST=1 or 0 sets it) */
 };
 
 static hc_box to_hc(const hbox &b)
@@ -202,14 +209,14 @@ static int phase_post(part_state *s, void *level, int ph, heat_error *err)
     const heat_halo_plan &p = s->p;
     size_t first;
     const size_t n = phase_values(p, ph, &first), bytes = n * s->vs, at = first * s->vs;
-    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 0)], s->hi));
+    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 0)), s->hi));
     for (int i = 0; i < p.nmsg[ph]; i++)
         PART_CHECK(copy_box(s, level, p.msg[ph][i].send, p.msg[ph][i].off, true, s->dsend, s->hi));
-    PART_CHECK(cudaEventRecord(s->ev[EV_PACKED], s->hi));
+    PART_CHECK(cudaEventRecord(EV(s, EV_PACKED), s->hi));
     if (s->xp == XP_HOST)
         PART_CHECK(cudaMemcpyAsync((char *)s->hsend + at, (char *)s->dsend + at, bytes,
                                    cudaMemcpyDeviceToHost, s->hi));
-    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 1)], s->hi));
+    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 1)), s->hi));
     return s->xp == XP_NCCL ? phase_finish(s, level, ph, err) : HEAT_OK;
 }
 
@@ -231,20 +238,20 @@ static int phase_finish(part_state *s, void *level, int ph, heat_error *err)
         rc = heat_nccl_exchange(s->nccl, recv, p.nmsg[ph], send, p.nmsg[ph], s->vs, s->hi, err);
         if (rc) return rc;
     } else {
-        PART_CHECK(cudaEventSynchronize(s->ev[PHASE_EV(ph, 1)]));
+        PART_CHECK(cudaEventSynchronize(EV(s, PHASE_EV(ph, 1))));
         const double t0 = heat_halo_seconds();
         rc = s->comm.start(s->comm.ctx, recv, p.nmsg[ph], send, p.nmsg[ph], s->vs, err);
         if (!rc) rc = s->comm.wait(s->comm.ctx, err);
         if (rc) return rc;
         s->st.transfer += heat_halo_seconds() - t0;
     }
-    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 2)], s->hi));
+    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 2)), s->hi));
     if (s->xp == XP_HOST)
         PART_CHECK(cudaMemcpyAsync((char *)s->drecv + at, (char *)s->hrecv + at, bytes,
                                    cudaMemcpyHostToDevice, s->hi));
     for (int i = 0; i < p.nmsg[ph]; i++)
         PART_CHECK(copy_box(s, level, p.msg[ph][i].recv, p.msg[ph][i].off, false, s->drecv, s->hi));
-    PART_CHECK(cudaEventRecord(s->ev[PHASE_EV(ph, 3)], s->hi));
+    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 3)), s->hi));
     return HEAT_OK;
 }
 
@@ -265,32 +272,57 @@ static float elapsed(cudaEvent_t a, cudaEvent_t b)
     return ms;
 }
 
-/* After a synchronized exchange: the pack and unpack times (and the NCCL
- * transfers) from its events. */
-static void account_phases(part_state *s)
+/* The figures of a done step or exchange from its events: pack and unpack
+ * (and NCCL's transfer; MPI's is timed on the host), and the time not
+ * hidden by compute: for a step, from when the interior was done until the
+ * halos were unpacked; for an exchange that nothing hides, all of it. */
+static void account_slot(part_state *s, int k)
 {
-    for (int ph = 0; ph < s->p.nphase; ph++) {
-        s->st.pack += 1e-3 * elapsed(s->ev[PHASE_EV(ph, 0)], s->ev[PHASE_EV(ph, 1)]);
-        s->st.unpack += 1e-3 * elapsed(s->ev[PHASE_EV(ph, 2)], s->ev[PHASE_EV(ph, 3)]);
+    cudaEvent_t *e = s->ev[k];
+    const int last = s->p.nphase - 1;
+    for (int ph = 0; ph <= last; ph++) {
+        s->st.pack += 1e-3 * elapsed(e[PHASE_EV(ph, 0)], e[PHASE_EV(ph, 1)]);
+        s->st.unpack += 1e-3 * elapsed(e[PHASE_EV(ph, 2)], e[PHASE_EV(ph, 3)]);
         if (s->xp == XP_NCCL)
-            s->st.transfer += 1e-3 * elapsed(s->ev[PHASE_EV(ph, 1)], s->ev[PHASE_EV(ph, 2)]);
+            s->st.transfer += 1e-3 * elapsed(e[PHASE_EV(ph, 1)], e[PHASE_EV(ph, 2)]);
     }
+    const float wait = s->pending[k] == SLOT_STEP ? elapsed(e[EV_INTERIOR], e[EV_END])
+                                                  : elapsed(e[PHASE_EV(0, 0)], e[PHASE_EV(last, 3)]);
+    if (wait > 0) s->st.exposed += 1e-3 * wait;
     s->st.exchanges++;
+    s->pending[k] = 0;
 }
 
-/* A whole exchange of `level`, nothing else going on. */
+/* Waits for the GPU and reads every pending slot's figures, oldest first. */
+static int settle(part_state *s, heat_error *err)
+{
+    PART_CHECK(cudaStreamSynchronize(s->hi));
+    for (int i = 1; i <= NSLOT; i++) {
+        const int k = (s->slot + i) % NSLOT;
+        if (s->pending[k]) account_slot(s, k);
+    }
+    return HEAT_OK;
+}
+
+/* The current slot's events are recorded: on to the next one, waiting for
+ * the GPU when it is still pending (every NSLOT steps). */
+static int next_slot(part_state *s, int kind, heat_error *err)
+{
+    s->pending[s->slot] = (unsigned char)kind;
+    s->slot = (s->slot + 1) % NSLOT;
+    return s->pending[s->slot] ? settle(s, err) : HEAT_OK;
+}
+
+/* A whole exchange of `level`, nothing else going on (queued: with NCCL the
+ * host does not wait for it). */
 static int exchange_blocking(part_state *s, void *level, heat_error *err)
 {
     if (!heat_halo_any(&s->p)) return HEAT_OK;
-    const double t0 = heat_halo_seconds();
     for (int ph = 0; ph < s->p.nphase; ph++) {
         int rc = exchange_phase(s, level, ph, err);
         if (rc) return rc;
     }
-    PART_CHECK(cudaStreamSynchronize(s->hi));
-    account_phases(s);
-    s->st.exposed += heat_halo_seconds() - t0;
-    return HEAT_OK;
+    return next_slot(s, SLOT_EXCHANGE, err);
 }
 
 /* ----------------------------------------------------------- the steps */
@@ -302,7 +334,7 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
 {
     const heat_halo_plan &p = s->p;
     const bool any = heat_halo_any(&p);
-    PART_CHECK(cudaEventRecord(s->ev[EV_BEGIN], s->hi));
+    PART_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
     for (int i = 0; i < p.nshell; i++)
         PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi));
     /* The first phase's messages are packed (and with NCCL their transfer
@@ -314,17 +346,17 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
         int rc = phase_post(s, s->v, 0, err);
         if (rc) return rc;
     }
-    PART_CHECK(cudaStreamWaitEvent(s->lo, s->ev[early ? EV_PACKED : EV_BEGIN], 0));
+    PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, early ? EV_PACKED : EV_BEGIN), 0));
     PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
-    PART_CHECK(cudaEventRecord(s->ev[EV_INTERIOR], s->lo));
+    PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
     for (int ph = 0; any && ph < p.nphase; ph++) {
         int rc = !early || ph > 0          ? exchange_phase(s, s->v, ph, err)
                  : s->xp != XP_NCCL ? phase_finish(s, s->v, ph, err)
                                     : HEAT_OK;
         if (rc) return rc;
     }
-    PART_CHECK(cudaEventRecord(s->ev[EV_END], s->hi));
-    PART_CHECK(cudaStreamWaitEvent(s->hi, s->ev[EV_INTERIOR], 0));
+    PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
+    PART_CHECK(cudaStreamWaitEvent(s->hi, EV(s, EV_INTERIOR), 0));
     if (resid) {
         const hc_box o = to_hc(p.owned);
         if (s->vs == sizeof(float))
@@ -334,16 +366,8 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
             PART_CHECK(heat_cuda_launch_box_residual<double>(
                 (const double *)s->v, (const double *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
     }
-    PART_CHECK(cudaStreamSynchronize(s->hi));
-    if (any) {
-        account_phases(s);
-        /* The GPU waited for halos from when the interior was done until they
-         * were unpacked. */
-        const float wait = elapsed(s->ev[EV_INTERIOR], s->ev[EV_END]);
-        if (wait > 0) s->st.exposed += 1e-3 * wait;
-    }
     swap_levels(s);
-    return HEAT_OK;
+    return any ? next_slot(s, SLOT_STEP, err) : HEAT_OK;
 }
 
 /* The box of multigrid's level 0 (the part and one ghost layer on each face
@@ -408,6 +432,8 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
             if (rc) return rc;
         }
     }
+    int rc = settle(s, err);
+    if (rc) return rc;
     if (residual) {
         PART_CHECK(cudaMemcpy(s->h_resid, s->d_resid, sizeof *s->h_resid, cudaMemcpyDeviceToHost));
         double m;
@@ -455,6 +481,7 @@ static int part_upload(heat_backend *b, const void *host, heat_error *err)
     PART_CHECK(owned_copy(s, s->u, (void *)host, true));
     PART_CHECK(cudaDeviceSynchronize());
     int rc = exchange_blocking(s, s->u, err);
+    if (!rc) rc = settle(s, err);
     if (rc) return rc;
     /* Both levels, ghosts included: a Dirichlet node is never written. The
      * copy is on the default stream, which our streams do not wait for. */
@@ -534,8 +561,9 @@ static void part_destroy(heat_backend *b)
         cudaFreeHost(s->h_stats);
         cudaFreeHost(s->hsend);
         cudaFreeHost(s->hrecv);
-        for (int i = 0; i < NEV; i++)
-            if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+        for (int k = 0; k < NSLOT; k++)
+            for (int i = 0; i < NEV; i++)
+                if (s->ev[k][i]) cudaEventDestroy(s->ev[k][i]);
         if (s->hi) cudaStreamDestroy(s->hi);
         if (s->lo) cudaStreamDestroy(s->lo);
         free(s);
@@ -589,6 +617,7 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
     for (int r = 0; r < runs; r++) {
         const heat_halo_stats before = s->st;
         int rc = exchange_blocking(s, s->u, err);
+        if (!rc) rc = settle(s, err);
         if (rc) return rc;
         tp[r] = s->st.pack - before.pack;
         tt[r] = s->st.transfer - before.transfer;
@@ -660,6 +689,7 @@ static int part_warm(heat_backend *b, heat_error *err)
         PART_CHECK(heat_cuda_launch_box_residual<double>(
             (const double *)s->v, (const double *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
     int rc = exchange_blocking(s, s->u, err);
+    if (!rc) rc = settle(s, err);
     double mn, mx, sum;
     if (!rc) rc = part_field_stats(b, &mn, &mx, &sum, err);
     if (rc) return rc;
@@ -822,7 +852,8 @@ static int allocate(part_state *s, const char *name, heat_error *err)
     PART_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     PART_CHECK(cudaStreamCreateWithPriority(&s->hi, cudaStreamNonBlocking, greatest));
     PART_CHECK(cudaStreamCreateWithPriority(&s->lo, cudaStreamNonBlocking, least));
-    for (int i = 0; i < NEV; i++) PART_CHECK(cudaEventCreate(&s->ev[i]));
+    for (int k = 0; k < NSLOT; k++)
+        for (int i = 0; i < NEV; i++) PART_CHECK(cudaEventCreate(&s->ev[k][i]));
     PART_CHECK(cudaDeviceSynchronize());
     return HEAT_OK;
 }
@@ -860,7 +891,7 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
         s->kernel = c->solver.kernel;
         s->fused = fused;
         const char *hf = getenv("HEAT_CUDA_HALO_FIRST");
-        s->halo_first = !(hf && strcmp(hf, "0") == 0);
+        s->halo_first = hf && *hf ? strcmp(hf, "0") != 0 : -1;
         heat_halo_plan_init(&s->p, c, part, s->V);
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
@@ -881,6 +912,9 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
                 "go through host memory (one rank per GPU is faster)\n",
                 sharing, prop.name);
     rc = choose_transport(s, !none_shared, notices, err);
+    /* Measured on 4 H100s (docs/PERFORMANCE.md, "Several GPUs"): packing
+     * first gains most through MPI, whose packing the host must wait for. */
+    if (s->halo_first < 0) s->halo_first = s->xp != XP_NCCL;
     if (!comm->all_ok(comm->ctx, rc == HEAT_OK)) {
         if (!rc) rc = heat_error_set(err, HEAT_ERUNTIME, "another rank could not set up its halos");
         part_destroy(b);
