@@ -95,7 +95,7 @@ struct part_state {
     xport xp;
     heat_nccl *nccl;
     heat_halo_stats st;
-    cuda_mg *mg; /* multigrid (heat_case_multigrid): its own level-0 buffers */
+    cuda_mg *mg;    /* multigrid (heat_case_multigrid): its own level-0 buffers */
     int halo_first; /* pack before the interior starts (HEAT_CUDA_HALO_FIRST=1 or 0 sets it) */
 };
 
@@ -286,8 +286,9 @@ static void account_slot(part_state *s, int k)
         if (s->xp == XP_NCCL)
             s->st.transfer += 1e-3 * elapsed(e[PHASE_EV(ph, 1)], e[PHASE_EV(ph, 2)]);
     }
-    const float wait = s->pending[k] == SLOT_STEP ? elapsed(e[EV_INTERIOR], e[EV_END])
-                                                  : elapsed(e[PHASE_EV(0, 0)], e[PHASE_EV(last, 3)]);
+    const float wait = s->pending[k] == SLOT_STEP
+                           ? elapsed(e[EV_INTERIOR], e[EV_END])
+                           : elapsed(e[PHASE_EV(0, 0)], e[PHASE_EV(last, 3)]);
     if (wait > 0) s->st.exposed += 1e-3 * wait;
     s->st.exchanges++;
     s->pending[k] = 0;
@@ -350,7 +351,7 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
     PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
     for (int ph = 0; any && ph < p.nphase; ph++) {
-        int rc = !early || ph > 0          ? exchange_phase(s, s->v, ph, err)
+        int rc = !early || ph > 0   ? exchange_phase(s, s->v, ph, err)
                  : s->xp != XP_NCCL ? phase_finish(s, s->v, ph, err)
                                     : HEAT_OK;
         if (rc) return rc;
@@ -683,11 +684,11 @@ static int part_warm(heat_backend *b, heat_error *err)
         }
     const hc_box o = to_hc(p.owned);
     if (s->vs == sizeof(float))
-        PART_CHECK(heat_cuda_launch_box_residual<float>((const float *)s->v, (const float *)s->u,
-                                                        o, p.sy, p.sz, s->d_resid, s->hi));
+        PART_CHECK(heat_cuda_launch_box_residual<float>((const float *)s->v, (const float *)s->u, o,
+                                                        p.sy, p.sz, s->d_resid, s->hi));
     else
-        PART_CHECK(heat_cuda_launch_box_residual<double>(
-            (const double *)s->v, (const double *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
+        PART_CHECK(heat_cuda_launch_box_residual<double>((const double *)s->v, (const double *)s->u,
+                                                         o, p.sy, p.sz, s->d_resid, s->hi));
     int rc = exchange_blocking(s, s->u, err);
     if (!rc) rc = settle(s, err);
     double mn, mx, sum;
@@ -703,10 +704,10 @@ static int part_warm(heat_backend *b, heat_error *err)
 
 /* (Positional: C++17 has no designated initializers.) */
 static const heat_backend_ops part_ops = {
-    part_upload,      part_advance,      part_download,        part_destroy,
-    part_host_alloc,  part_host_free,    part_bench_time,      NULL /* poison_next */,
-    part_halo_stats,  part_bench_halo,   NULL /* class_box */, NULL /* set_classes */,
-    part_field_stats, NULL /* sample */, part_mg_setup,        part_mg_info,
+    part_upload,         part_advance,      part_download,        part_destroy,
+    part_host_alloc,     part_host_free,    part_bench_time,      NULL /* poison_next */,
+    part_halo_stats,     part_bench_halo,   NULL /* class_box */, NULL /* set_classes */,
+    part_field_stats,    NULL /* sample */, part_mg_setup,        part_mg_info,
     NULL /* mg_bench */, part_warm};
 
 /* ----------------------------------------------------------- creation */
