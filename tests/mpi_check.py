@@ -46,6 +46,7 @@ status 0 when all holds, 1 with the reason otherwise. Needs h5py and numpy.
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -175,8 +176,9 @@ class Env:
             f.write(text)
         return path
 
-    def cmd(self, np, deck, outdir, sets=(), extra=()):
-        c = [self.heat, "run", deck, "--quiet", "--set", 'output.dir="%s"' % outdir]
+    def cmd(self, np, deck, outdir, sets=(), extra=(), quiet=True):
+        c = [self.heat, "run", deck] + (["--quiet"] if quiet else []) + \
+            ["--set", 'output.dir="%s"' % outdir]
         for s in (self.ref_sets if np == 0 else self.sets) + list(sets):
             c += ["--set", s]
         c += list(extra)
@@ -184,8 +186,8 @@ class Env:
             return c  # one process, no MPI: the oracle
         return [self.mpiexec, self.np_flag, str(np)] + c
 
-    def run(self, np, deck, outdir, sets=(), extra=(), expect=0, env=None, cwd=None):
-        c = self.cmd(np, deck, outdir, sets, extra)
+    def run(self, np, deck, outdir, sets=(), extra=(), expect=0, env=None, cwd=None, quiet=True):
+        c = self.cmd(np, deck, outdir, sets, extra, quiet)
         p = subprocess.run(c, cwd=cwd or self.work, env=env or self.env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True, timeout=300)
@@ -327,6 +329,17 @@ def test_splits(env):
         log("%s %s temporal_block %d, %d process%s, ranks %s, files %s: %d files and "
             "history.csv equal the one-process run" % (deck, prec, tb, np, "" if np == 1 else "es",
                                                        ranks or "chosen", io, n))
+    # The summary's halo figures are the loop's: one exchange a step at
+    # temporal_block 1 (the upload's and the warm-up's are not counted).
+    if env.max_np >= 2:
+        out = fresh(env, "mpi_summary")
+        text = env.run(2, decks["d3"], out, ["solver.temporal_block=1", "parallel.ranks=[1,1,2]"],
+                       quiet=False)
+        m = re.search(r"halo exchange: (\d+) exchanges", text)
+        if not m or int(m.group(1)) != 37:
+            raise Failure("d3 on 2 ranks, 37 steps: the summary should count 37 halo exchanges, "
+                          "got %s:\n%s" % (m.group(1) if m else "no halo line", text))
+        log("d3 on 2 ranks: the summary counts the loop's 37 exchanges")
 
 
 def test_restart(env):
