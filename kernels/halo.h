@@ -54,9 +54,8 @@ typedef struct heat_halo_comm {
     int gpu_aware;
 } heat_halo_comm;
 
-/* What the halo exchange cost since the loop started (the backend's warm
- * sets it to zero; before, since the backend was created). Times in seconds
- * of this rank's wall clock. */
+/* What the halo exchange cost, since the backend was created (the driver
+ * reports the loop's share). Times in seconds of this rank's wall clock. */
 typedef struct heat_halo_stats {
     int64_t exchanges;             /* exchanges run (one per pass of temporal_block steps) */
     double exposed;                /* time the rank's compute waited for halos: not hidden */

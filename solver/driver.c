@@ -502,9 +502,12 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
 static void halo_figures(run_state *s, heat_run_result *res)
 {
     if (!s->par) return;
+    /* The loop's share: the upload's and the warm-up's exchanges left out. */
     heat_halo_stats st;
     heat_backend_halo_stats(s->b, &st);
-    double v[5] = {st.exposed, st.pack, st.transfer, st.unpack, (double)st.exchanges};
+    const heat_halo_stats *h0 = &s->halo0;
+    double v[5] = {st.exposed - h0->exposed, st.pack - h0->pack, st.transfer - h0->transfer,
+                   st.unpack - h0->unpack, (double)(st.exchanges - h0->exchanges)};
     heat_par_max(s->par, v, 5);
     res->ranks = s->part.size;
     memcpy(res->split, s->part.ranks, sizeof res->split);
@@ -626,6 +629,7 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
     /* The loop's clock starts after the first snapshot is handed over (its
      * buffers are allocated then), so that throughput measures the loop. */
     if ((rc = agree(&s, heat_backend_warm(s.b, err), err))) goto done;
+    if (s.par) heat_backend_halo_stats(s.b, &s.halo0);
     s.t0 = s.last_checkpoint_wall = heat_wall_seconds();
     if ((rc = time_loop(&s, res, err))) goto done;
     heat_progress_clear(&s.progress);

@@ -32,10 +32,11 @@ typedef struct run_state {
      * changes what the ranks do next (stop, check, write, chunk size) is
      * taken from values agreed by all of them. */
     heat_par *par;
-    heat_part part;      /* this rank's box (the whole grid for one process) */
-    heat_h5dist *writer; /* the ranks' field-file writer */
-    uint8_t *material;   /* the material of each node of the part, for the files; or NULL */
-    heat_mg_info mg;     /* multigrid: what the last chunk's solve did */
+    heat_part part;        /* this rank's box (the whole grid for one process) */
+    heat_h5dist *writer;   /* the ranks' field-file writer */
+    uint8_t *material;     /* the material of each node of the part, for the files; or NULL */
+    heat_mg_info mg;       /* multigrid: what the last chunk's solve did */
+    heat_halo_stats halo0; /* the halo figures when the loop's clock started */
 } run_state;
 
 /* Points of this rank's field: its box, or the whole grid. */

@@ -451,19 +451,6 @@ static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
     if (s->mg) heat_cpu_mg_halo_stats(s->mg, st);
 }
 
-/* The halo figures start from zero when the loop does (the upload's
- * exchange is not the loop's), as on the GPU. */
-static int part_warm(heat_backend *b, heat_error *err)
-{
-    (void)err;
-    part_state *s = b->impl;
-    heat_halo_stats zero;
-    memset(&zero, 0, sizeof zero);
-    memcpy(zero.transport, s->st.transport, sizeof zero.transport);
-    s->st = zero;
-    return HEAT_OK;
-}
-
 static const heat_backend_ops part_ops = {.upload = part_upload,
                                           .advance = part_advance,
                                           .download = part_download,
@@ -476,8 +463,7 @@ static const heat_backend_ops part_ops = {.upload = part_upload,
                                           .field_stats = part_field_stats,
                                           .sample = part_sample,
                                           .mg_setup = part_mg_setup,
-                                          .mg_info = part_mg_info,
-                                          .warm = part_warm};
+                                          .mg_info = part_mg_info};
 
 int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
                          heat_backend **out, heat_error *err)

@@ -186,8 +186,6 @@ static cudaError_t copy_box(part_state *s, void *level, const hbox &b, size_t of
                                              s->p.sz, to_buf, st);
 }
 
-static int phase_finish(part_state *s, void *level, int ph, heat_error *err);
-
 static size_t phase_values(const heat_halo_plan &p, int ph, size_t *first)
 {
     size_t lo = (size_t)-1, hi = 0;
@@ -201,9 +199,9 @@ static size_t phase_values(const heat_halo_plan &p, int ph, size_t *first)
 
 /* One phase of the exchange of `level`, queued on stream hi, in two halves
  * so that the interior can be launched between them: phase_post packs the
- * messages (and stages them to the host), and with NCCL also queues the
- * transfer and the unpacking; phase_finish runs the MPI transfer on the host
- * (waiting for the packing first) and queues the unpacking. */
+ * messages (and stages them to the host); phase_finish queues NCCL's
+ * transfer, or runs MPI's on the host (waiting for the packing first), and
+ * queues the unpacking. */
 static int phase_post(part_state *s, void *level, int ph, heat_error *err)
 {
     const heat_halo_plan &p = s->p;
@@ -217,7 +215,7 @@ static int phase_post(part_state *s, void *level, int ph, heat_error *err)
         PART_CHECK(cudaMemcpyAsync((char *)s->hsend + at, (char *)s->dsend + at, bytes,
                                    cudaMemcpyDeviceToHost, s->hi));
     PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 1)), s->hi));
-    return s->xp == XP_NCCL ? phase_finish(s, level, ph, err) : HEAT_OK;
+    return HEAT_OK;
 }
 
 static int phase_finish(part_state *s, void *level, int ph, heat_error *err)
@@ -258,8 +256,7 @@ static int phase_finish(part_state *s, void *level, int ph, heat_error *err)
 static int exchange_phase(part_state *s, void *level, int ph, heat_error *err)
 {
     int rc = phase_post(s, level, ph, err);
-    if (!rc && s->xp != XP_NCCL) rc = phase_finish(s, level, ph, err);
-    return rc;
+    return rc ? rc : phase_finish(s, level, ph, err);
 }
 
 static float elapsed(cudaEvent_t a, cudaEvent_t b)
@@ -328,6 +325,18 @@ static int exchange_blocking(part_state *s, void *level, heat_error *err)
 
 /* ----------------------------------------------------------- the steps */
 
+/* max |v - u| over the owned box into s->d_resid, on stream hi. */
+static cudaError_t launch_residual(part_state *s)
+{
+    const heat_halo_plan &p = s->p;
+    const hc_box o = to_hc(p.owned);
+    if (s->vs == sizeof(float))
+        return heat_cuda_launch_box_residual<float>((const float *)s->v, (const float *)s->u, o,
+                                                    p.sy, p.sz, s->d_resid, s->hi);
+    return heat_cuda_launch_box_residual<double>((const double *)s->v, (const double *)s->u, o,
+                                                 p.sy, p.sz, s->d_resid, s->hi);
+}
+
 /* The last step of a pass: shell on stream hi, interior on stream lo, the
  * exchange of the shell's layers between. With `resid`, max |u' - u| over
  * the owned box into s->d_resid. */
@@ -338,35 +347,25 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     PART_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
     for (int i = 0; i < p.nshell; i++)
         PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi));
-    /* The first phase's messages are packed (and with NCCL their transfer
-     * queued) before the interior starts: the interior's blocks then take
-     * every SM until it ends, and the packing or NCCL's kernel would wait
-     * for them (docs/PERFORMANCE.md, "Several GPUs"). */
+    /* With halo_first the first phase's messages are packed (and NCCL's
+     * transfer queued) before the interior starts: the interior's blocks
+     * then take every SM until it ends, and the packing or NCCL's kernel
+     * would wait for them (docs/PERFORMANCE.md, "Several GPUs"). MPI's
+     * transfer, on the host, comes after the interior's launch. */
     const bool early = any && s->halo_first;
-    if (early) {
-        int rc = phase_post(s, s->v, 0, err);
-        if (rc) return rc;
-    }
+    int rc = early ? phase_post(s, s->v, 0, err) : HEAT_OK;
+    if (!rc && early && s->xp == XP_NCCL) rc = phase_finish(s, s->v, 0, err);
+    if (rc) return rc;
     PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, early ? EV_PACKED : EV_BEGIN), 0));
     PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
     PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
-    for (int ph = 0; any && ph < p.nphase; ph++) {
-        int rc = !early || ph > 0   ? exchange_phase(s, s->v, ph, err)
-                 : s->xp != XP_NCCL ? phase_finish(s, s->v, ph, err)
-                                    : HEAT_OK;
-        if (rc) return rc;
-    }
+    if (early && s->xp != XP_NCCL) rc = phase_finish(s, s->v, 0, err);
+    for (int ph = early ? 1 : 0; !rc && any && ph < p.nphase; ph++)
+        rc = exchange_phase(s, s->v, ph, err);
+    if (rc) return rc;
     PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
     PART_CHECK(cudaStreamWaitEvent(s->hi, EV(s, EV_INTERIOR), 0));
-    if (resid) {
-        const hc_box o = to_hc(p.owned);
-        if (s->vs == sizeof(float))
-            PART_CHECK(heat_cuda_launch_box_residual<float>(
-                (const float *)s->v, (const float *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
-        else
-            PART_CHECK(heat_cuda_launch_box_residual<double>(
-                (const double *)s->v, (const double *)s->u, o, p.sy, p.sz, s->d_resid, s->hi));
-    }
+    if (resid) PART_CHECK(launch_residual(s));
     swap_levels(s);
     return any ? next_slot(s, SLOT_STEP, err) : HEAT_OK;
 }
@@ -659,8 +658,7 @@ static int part_field_stats(heat_backend *b, double *min, double *max, double *s
  * up NCCL's or MPI's connections to the neighbours. The sweeps write the
  * other level from the current one, which the next pass rewrites; the
  * exchange sends the current level's owned nodes into ghosts that already
- * hold them; the statistics only read. The halo figures then start from
- * zero, so that the summary's are the loop's. */
+ * hold them; the statistics only read. */
 static int part_warm(heat_backend *b, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
@@ -682,24 +680,11 @@ static int part_warm(heat_backend *b, heat_error *err)
                 }
             }
         }
-    const hc_box o = to_hc(p.owned);
-    if (s->vs == sizeof(float))
-        PART_CHECK(heat_cuda_launch_box_residual<float>((const float *)s->v, (const float *)s->u, o,
-                                                        p.sy, p.sz, s->d_resid, s->hi));
-    else
-        PART_CHECK(heat_cuda_launch_box_residual<double>((const double *)s->v, (const double *)s->u,
-                                                         o, p.sy, p.sz, s->d_resid, s->hi));
+    PART_CHECK(launch_residual(s));
     int rc = exchange_blocking(s, s->u, err);
-    if (!rc) rc = settle(s, err);
+    if (!rc) rc = settle(s, err); /* every launch above is done, on stream hi */
     double mn, mx, sum;
-    if (!rc) rc = part_field_stats(b, &mn, &mx, &sum, err);
-    if (rc) return rc;
-    PART_CHECK(cudaDeviceSynchronize());
-    heat_halo_stats zero;
-    memset(&zero, 0, sizeof zero);
-    memcpy(zero.transport, s->st.transport, sizeof zero.transport);
-    s->st = zero;
-    return HEAT_OK;
+    return rc ? rc : part_field_stats(b, &mn, &mx, &sum, err);
 }
 
 /* (Positional: C++17 has no designated initializers.) */
