@@ -77,12 +77,13 @@ namespace
  * the window meets a non-periodic x face. NAR: a narrow window (3D, the last
  * of a row where what it stores fits; temporal.cuh): half the values a
  * thread, half the width, the same halo. */
-template <typename T, bool D3, bool RES, int K, int FACES, bool NAR = false>
+template <typename T, bool D3, bool RES, int K, int FACES, bool NAR = false, bool ALN = false>
 __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int aligned, int x0,
                                            int y0, int w0, int w1, T *sm, unsigned long long &m)
 {
     using S = tb_shape<T, D3, K>;
     static_assert(!NAR || (D3 && S::VX % 2 == 0), "a narrow window halves the values a thread");
+    static_assert(!ALN || D3, "whole-vector rows in 3D only");
     constexpr int VX = NAR ? S::VX / 2 : S::VX, WX = 32 * VX, HX = S::HX, BY = S::BY, RY = S::RY;
     using V = hk_vec<T, VX>;
     /* Vector loads and stores: a narrow float window's pairs as one 8-byte
@@ -136,6 +137,17 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
     }
     const bool vec = aligned && xg >= 0 && xg + VX <= a.nx;
     const bool vec_store = vec && keep == (1u << VX) - 1;
+    /* ALN (3D, rows on 16-byte boundaries, so a thread's VX values are one
+     * vector whatever the window): each thread loads its vector from a column
+     * mapped once, the periodic image or, beyond a non-periodic face, a column
+     * clamped into the grid (values that are loaded but never read by a node
+     * of the grid); and it stores all of its values or none. A Dirichlet node
+     * among them is stored too: its result is its centre, the same bits as
+     * are there. So the plane loop has no per-value path. */
+    const int xmap = !ALN                     ? 0
+                     : a.bx[0] == HK_PERIODIC ? tb_map(xg, a.nx, a.bx)
+                                              : (xg < 0 ? 0 : (xg > a.nx - VX ? a.nx - VX : xg));
+    const bool store_all = ALN && xg >= x0 + HX && xg + VX <= x0 + WX - HX && xg + VX <= a.nx;
     /* The w face planes by kind (INT_MIN: none): Neumann low and high,
      * Dirichlet low and high. */
     const int wn_lo = a.bw[0] == HK_NEUMANN ? 0 : INT_MIN;
@@ -150,7 +162,9 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
 
     auto load0 = [&](int w, int q, V &g) {
         const T *row = a.u + (long long)tb_map(w, a.nw, a.bw) * a.sw + rowoff[q];
-        if (vec) {
+        if (ALN) {
+            g = ldv(row + xmap);
+        } else if (vec) {
             g = ldv(row + xg);
         } else {
 #pragma unroll
@@ -258,7 +272,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
     T *orow[RY];
 #pragma unroll
     for (int q = 0; q < RY; q++) {
-        lrow[q] = a.u + ((long long)(n0 + 1) * a.sw + rowoff[q] + (vec ? xg : 0));
+        lrow[q] = a.u + ((long long)(n0 + 1) * a.sw + rowoff[q] + (ALN ? xmap : vec ? xg : 0));
         orow[q] = a.out + ((long long)(n0 - K) * a.sw + (long long)(y0 + r0 + q) * a.sp + xg);
     }
 
@@ -276,7 +290,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
             if (D3 && (unsigned)(n + 1) < (unsigned)a.nw) {
 #pragma unroll
                 for (int q = 0; q < RY; q++) {
-                    if (vec) {
+                    if (ALN || vec) {
                         next[q] = ldv(lrow[q]);
                     } else {
 #pragma unroll
@@ -364,7 +378,9 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
                 if (!row_keep[q]) continue;
                 /* row q of plane wk, from xg */
                 T *out = D3 ? orow[q] : a.out + (long long)wk * a.sw + xg;
-                if (vec_store) {
+                if (ALN) {
+                    if (store_all) stv(out, vals[K][q]);
+                } else if (vec_store) {
                     stv(out, vals[K][q]);
                 } else {
 #pragma unroll
@@ -389,7 +405,10 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
         }
     };
     /* The iterations whose planes n - K .. n - 1 meet a w face (at most 2 K
-     * per segment) take the fix-ups; the others are free of face code. */
+     * per segment) take the fix-ups; the others are free of face code. (In
+     * 3D, three loops instead, the middle one testing none of its planes,
+     * made ptxas spill inside them: 12% slower at 512^3, k = 4, with the
+     * whole-vector rows.) */
     const int wf_lo = a.bw[0] != HK_PERIODIC ? 0 : INT_MIN;
     const int wf_hi = a.bw[1] != HK_PERIODIC ? a.nw - 1 : INT_MIN;
     for (int n = n0; n < n1; n++) {
@@ -400,6 +419,70 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
     }
 }
 
+/* A segment of the persistent grid (temporal.cuh, tb_schedule): the loop
+ * for what its window meets. A struct with a forced-inline call rather than
+ * a lambda: with five copies of the loop the compiler no longer inlined the
+ * lambda, and its call spilled hundreds of bytes. */
+template <typename T, bool D3, bool RES, int K> struct tb_uniform_seg {
+    using S = tb_shape<T, D3, K>;
+    const heat_stencil_args<T> &a;
+    int aligned;
+    T *sm;
+    unsigned long long &m;
+
+    template <typename XF>
+    __device__ __forceinline__ void operator()(int kd, int x0, int y0, int w0, int w1,
+                                               const XF &xface, bool nar) const
+    {
+        if constexpr (D3) {
+            /* One window per block, so each branch is the whole block's.
+             * Rows on 16-byte boundaries (every grid whose nx is a multiple
+             * of VX) take the whole-vector loops. A narrow window (only
+             * there: tb_schedule) takes the general loop, which is right for
+             * every kind: one more copy of the loop, not two (with the x-face
+             * one as well, ptxas spilled 36 bytes in float k = 4 against 4).
+             * Other rows: the general loop, or the inner one away from the
+             * faces. */
+            if (aligned) {
+                if constexpr (tb_narrow_kernel<T, D3, K>()) {
+                    if (nar) {
+                        seg<TB_GENERAL, true, true>(x0, y0, w0, w1);
+                        return;
+                    }
+                }
+                if (kd == TB_GENERAL)
+                    seg<TB_GENERAL, false, true>(x0, y0, w0, w1);
+                else if (kd == TB_XSEL)
+                    seg<TB_XSEL, false, true>(x0, y0, w0, w1);
+                else
+                    seg<TB_INNER, false, true>(x0, y0, w0, w1);
+            } else if (kd == TB_INNER) {
+                seg<TB_INNER, false, false>(x0, y0, w0, w1);
+            } else {
+                seg<TB_GENERAL, false, false>(x0, y0, w0, w1);
+            }
+        } else {
+            /* The warp's own window decides; in double at depths up to 4
+             * every window runs the general loop (one copy of the loop
+             * instead of three: 5% faster at 8192^2, k = 4; slower in float
+             * and at deeper k, docs/PERFORMANCE.md). */
+            constexpr bool one_loop = sizeof(T) == 8 && K <= 4;
+            if (one_loop || kd == TB_GENERAL || (!aligned && xface(x0, S::WX)))
+                seg<TB_GENERAL, false, false>(x0, y0, w0, w1);
+            else if (kd == TB_XSEL && xface(x0, S::WX))
+                seg<TB_XSEL, false, false>(x0, y0, w0, w1);
+            else
+                seg<TB_INNER, false, false>(x0, y0, w0, w1);
+        }
+    }
+
+    template <int FACES, bool NAR, bool ALN>
+    __device__ __forceinline__ void seg(int x0, int y0, int w0, int w1) const
+    {
+        tb_segment<T, D3, RES, K, FACES, NAR, ALN>(a, aligned, x0, y0, w0, w1, sm, m);
+    }
+};
+
 /* The persistent grid (temporal.cuh, tb_schedule) over the uniform segments. */
 template <typename T, bool D3, bool RES, int K>
 __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K>::MINB)
@@ -409,31 +492,8 @@ __global__ void __launch_bounds__(tb_shape<T, D3, K>::THREADS, tb_shape<T, D3, K
     extern __shared__ __align__(16) unsigned char tb_smem[];
     T *const sm = reinterpret_cast<T *>(tb_smem); /* [2][K][BY][WX], 3D only */
     unsigned long long m = 0;
-    tb_schedule<T, D3, K, S>(
-        a, aligned, gxw, gy, cw,
-        [&](int kd, int x0, int y0, int w0, int w1, const auto &xface, bool nar) {
-            /* 3D: one window per block, so this branch is the whole
-             * block's. 2D: the warp's own window decides; in double at
-             * depths up to 4 every window runs the general loop (one copy
-             * of the loop instead of three: 5% faster at 8192^2, k = 4;
-             * slower in float and at deeper k, docs/PERFORMANCE.md). */
-            constexpr bool one_loop = !D3 && sizeof(T) == 8 && K <= 4;
-            /* A narrow window takes the general loop, which is right for
-             * every kind: one more copy of the loop, not two (with the x-face
-             * one as well, ptxas spilled 36 bytes in float k = 4 against 4). */
-            if constexpr (tb_narrow_kernel<T, D3, K>()) {
-                if (nar) {
-                    tb_segment<T, D3, RES, K, TB_GENERAL, true>(a, aligned, x0, y0, w0, w1, sm, m);
-                    return;
-                }
-            }
-            if (one_loop || kd == TB_GENERAL || (!D3 && !aligned && xface(x0, S::WX)))
-                tb_segment<T, D3, RES, K, TB_GENERAL>(a, aligned, x0, y0, w0, w1, sm, m);
-            else if (kd == TB_XSEL && (D3 || xface(x0, S::WX)))
-                tb_segment<T, D3, RES, K, TB_XSEL>(a, aligned, x0, y0, w0, w1, sm, m);
-            else
-                tb_segment<T, D3, RES, K, TB_INNER>(a, aligned, x0, y0, w0, w1, sm, m);
-        });
+    tb_schedule<T, D3, K, S>(a, aligned, gxw, gy, cw,
+                             tb_uniform_seg<T, D3, RES, K>{a, aligned, sm, m});
     if (RES) hk_warp_max(m, a.resid); /* no block barrier after tb_rows_sync */
 }
 

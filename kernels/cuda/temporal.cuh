@@ -190,7 +190,9 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
     /* Whether the last window of a row is narrow (it then still reaches the
      * face, if any, so its kind is the same). */
     constexpr int SXN = S::VX % 2 == 0 ? S::WX / 2 - 2 * S::HX : 0;
-    auto narrow = [&] { return D3 && SXN > 0 && cw.narrow > 0 && a.nx - (gxw - 1) * S::SX <= SXN; };
+    auto narrow = [&] {
+        return D3 && SXN > 0 && cw.narrow > 0 && aligned && a.nx - (gxw - 1) * S::SX <= SXN;
+    };
     /* (Selects rather than an index: an indexed parameter array would go
      * to local memory.) */
     auto cost = [&](int kd) {
