@@ -55,15 +55,22 @@ static void test_temporal_every_face_combination(void **state)
 /* Larger awkward grids with temporal blocking: several windows in x and y,
  * blocks whose share of the planes ends inside a window or runs on into the
  * next (a tall thin grid: several blocks on one window), grids thinner than
- * a pass is deep, a few face mixes. At k = 4 in 3D the last window of a row
- * is narrow where what it stores fits (temporal.cuh): 130 x 67 x 45 has
- * rows of 2 (float) and 3 (double) windows ending in a narrow one, 257 x
- * 131 x 70 rows of 3 in float that do and rows of 5 in double that do not. */
+ * a pass is deep, a few face mixes. Rows on 16-byte boundaries (nx a
+ * multiple of 4 in float, 2 in double) take the whole-vector loops, whose
+ * threads beyond an x face load a clamped or wrapped column; other rows the
+ * per-value ones (k_temporal.cu). At k = 4 in 3D the last window of a row of
+ * aligned rows is narrow where what it stores fits (temporal.cuh): 148 x 67
+ * x 45 has rows of 2 float windows ending in a narrow one and of 3 full
+ * double windows, 180 x 37 x 30 rows of 2 full float windows and of 4
+ * double windows ending in a narrow one, 130 x 67 x 45 rows of 3 double
+ * windows ending in a narrow one (and unaligned float rows), 257 x 131 x 70
+ * unaligned rows in both. */
 static void test_temporal_awkward_sizes(void **state)
 {
     (void)state;
-    const int64_t sizes[][3] = {{257, 131, 70}, {130, 67, 45}, {40, 13, 300}, {1027, 515, 1},
-                                {8, 1000, 1},   {1000, 3, 1},  {3, 3, 3},     {5, 300, 4}};
+    const int64_t sizes[][3] = {{257, 131, 70}, {130, 67, 45},  {148, 67, 45}, {180, 37, 30},
+                                {40, 13, 300},  {1027, 515, 1}, {8, 1000, 1},  {1000, 3, 1},
+                                {3, 3, 3},      {5, 300, 4}};
     const int mixes[][6] = {
         {0, 0, 0, 0, 0, 0}, {2, 2, 2, 2, 2, 2}, {1, 1, 1, 1, 1, 1}, {0, 1, 2, 2, 1, 0}};
     int failures = 0, cases = 0;

@@ -151,10 +151,11 @@ template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
  * meets a non-periodic x face, and whether the window is narrow. S: the
  * kernel's tiling.
  *
- * Narrow windows (3D, where cw.narrow > 0): the last window of a row stores
- * what the windows before it leave, at 512 points and 120 a window 32 of its
- * 120; where that fits in a window of half the width (the same halo), it is
- * one, with half the values a thread (k_temporal.cu).
+ * Narrow windows (3D, where cw.narrow > 0 and rows start on 16-byte
+ * boundaries): the last window of a row stores what the windows before it
+ * leave, at 512 points and 120 a window 32 of its 120; where that fits in a
+ * window of half the width (the same halo), it is one, with half the values
+ * a thread (k_temporal.cu).
  *
  * The share's ends are found once, before the first segment, and kept in
  * shared memory (so that nothing of the search stays live in registers
