@@ -176,6 +176,23 @@ int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_
     return b->ops->advance(b, steps, residual, err);
 }
 
+int heat_backend_queues(const heat_backend *b)
+{
+    return b->ops->queue && b->ops->wait && !heat_case_multigrid(b->c);
+}
+
+int heat_backend_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
+{
+    if (!heat_backend_queues(b))
+        return heat_error_set(err, HEAT_ERUNTIME, "%s: steps cannot be queued", b->description);
+    return b->ops->queue(b, steps, residual, err);
+}
+
+int heat_backend_wait(heat_backend *b, double *residual, heat_error *err)
+{
+    return b->ops->wait(b, residual, err);
+}
+
 int heat_backend_warm(heat_backend *b, heat_error *err)
 {
     return b->ops->warm ? b->ops->warm(b, err) : HEAT_OK;

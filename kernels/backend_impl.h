@@ -40,6 +40,10 @@ typedef struct heat_backend_ops {
      * so that first-use costs (a GPU kernel's loading) fall before the
      * loop's clock starts. */
     int (*warm)(heat_backend *b, heat_error *err);
+    /* Optional (NULL: not offered): advance in two halves, queue returning
+     * as soon as the steps are queued, wait waiting for them (backend.h). */
+    int (*queue)(heat_backend *b, int64_t steps, int residual, heat_error *err);
+    int (*wait)(heat_backend *b, double *residual, heat_error *err);
 } heat_backend_ops;
 
 /* The field's minimum, maximum and sum in one order for every backend, so

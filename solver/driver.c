@@ -310,6 +310,22 @@ static void adapt_chunk(run_state *s, int64_t chunk, double seconds)
         s->chunk_max = (s->chunk_max / 2 + kblock - 1) / kblock * kblock;
 }
 
+/* `steps` steps, with the residual of the last in s->residual when `want`
+ * says so. A check's history row left pending is written while the steps
+ * run: the backend queues them behind that check's statistics. */
+static int advance(run_state *s, int64_t steps, int want, heat_error *err)
+{
+    double *resid = want ? &s->residual : NULL;
+    if (!s->row_pending) return heat_backend_advance(s->b, steps, resid, err);
+    s->row_pending = 0;
+    int rc = heat_backend_queue(s->b, steps, want, err);
+    if (rc) return rc;
+    rc = history_row(s, s->residual, s->row_wall, err);
+    heat_error later;
+    const int waited = heat_backend_wait(s->b, resid, rc ? &later : err);
+    return rc ? rc : waited;
+}
+
 /* Advances toward `due` by one chunk (at most chunk_max steps), with the
  * residual when the chunk ends on a check step. Sets *check and *wall (the
  * loop's seconds). With ranks: the residual (a max, exact in any order), the
@@ -327,7 +343,7 @@ static int run_chunk(run_state *s, int64_t due, int *check, double *wall, int *s
     /* Implicit steps always say their residual: a step whose solve stalls
      * ends the chunk there and is checked. */
     const int implicit = heat_case_implicit(c);
-    int rc = heat_backend_advance(s->b, chunk, *check || implicit ? &s->residual : NULL, err);
+    int rc = advance(s, chunk, *check || implicit, err);
     if (collective_or_abort(s, rc, err)) return rc;
     const double a1 = heat_wall_seconds();
     s->step = next;
@@ -363,10 +379,11 @@ static int stalled(run_state *s)
     return s->c->steady.stall_checks > 0 && s->checks_no_best >= s->c->steady.stall_checks;
 }
 
-/* A check step: the residual must be finite; history.csv gets its row; sets
- * *stop to HEAT_STOP_STEADY when the steady tolerance is met, or to
- * HEAT_STOP_STALLED when the residual has stopped falling (else -1). */
-static int check_step(run_state *s, double wall, heat_run_result *res, int *stop, heat_error *err)
+/* A check step: the residual must be finite; sets *stop to
+ * HEAT_STOP_STEADY when the steady tolerance is met, or to
+ * HEAT_STOP_STALLED when the residual has stopped falling (else -1).
+ * (history.csv's row: check_rows.) */
+static int check_step(run_state *s, heat_run_result *res, int *stop, heat_error *err)
 {
     const heat_case *c = s->c;
     const double t = heat_case_time(c, s->step);
@@ -377,8 +394,6 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
                               "found in the residual check; no checkpoint of it is written. Look "
                               "at the initial and boundary values, or use a smaller time.dt",
                               (long long)s->step, t);
-    int rc = history_row(s, s->residual, wall, err);
-    if (!rc) rc = probes_row(s, err);
     *stop = -1;
     if (s->mg.stalled) {
         *stop = HEAT_STOP_SOLVE_STALLED;
@@ -395,7 +410,7 @@ static int check_step(run_state *s, double wall, heat_run_result *res, int *stop
         else if (stalled(s))
             *stop = HEAT_STOP_STALLED;
     }
-    return rc;
+    return HEAT_OK;
 }
 
 /* Hands the field at s->step to the writer as what of `kinds` has not been
@@ -437,7 +452,7 @@ static int write_fields(run_state *s, int kinds, double now, heat_error *err)
 }
 
 /* The snapshot and checkpoint due at s->step (by step count or wall time). */
-static int write_due_outputs(run_state *s, double now, heat_error *err)
+static int due_outputs(const run_state *s, double now)
 {
     const heat_case *c = s->c;
     int kinds = 0;
@@ -446,7 +461,25 @@ static int write_due_outputs(run_state *s, double now, heat_error *err)
         kinds |= HEAT_OUTPUT_CHECKPOINT;
     if (c->output.checkpoint_wall > 0 && now - s->last_checkpoint_wall >= c->output.checkpoint_wall)
         kinds |= HEAT_OUTPUT_CHECKPOINT;
-    return kinds ? write_fields(s, kinds, now, err) : HEAT_OK;
+    return kinds;
+}
+
+/* A check's rows (history.csv, probes.csv): now, or, where the backend
+ * queues steps and the loop goes on with nothing else at this step, while
+ * the next steps run (advance), so that the GPU does not wait for the
+ * host's file writes. The statistics that the row needs came back with the
+ * residual; probes read the field itself, so with probes the rows are
+ * written now. */
+static int check_rows(run_state *s, double wall, int stopped, heat_error *err)
+{
+    if (!stopped && heat_backend_queues(s->b) && s->c->probes.count == 0 &&
+        !due_outputs(s, s->t0 + wall)) {
+        s->row_pending = 1;
+        s->row_wall = wall;
+        return HEAT_OK;
+    }
+    int rc = history_row(s, s->residual, wall, err);
+    return rc ? rc : probes_row(s, err);
 }
 
 static heat_stop_reason stop_reason_at(const heat_case *c, int64_t step)
@@ -474,9 +507,7 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
         int check, stopped = 0, signal = 0, rc = HEAT_OK, why = -1;
         double wall;
         if ((rc = run_chunk(s, next_due_step(s), &check, &wall, &signal, err))) return rc;
-        if (check) rc = check_step(s, wall, res, &why, err);
-        /* history.csv is rank 0's: its failure stops every rank. */
-        if ((rc = agree(s, rc, err))) return rc;
+        if (check && (rc = check_step(s, res, &why, err))) return rc;
         if (why >= 0) {
             res->reason = (heat_stop_reason)why;
             stopped = 1;
@@ -488,12 +519,15 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
             res->reason = stop_reason_at(c, s->step);
             stopped = 1;
         }
+        /* history.csv is rank 0's: its failure stops every rank. */
+        if (check && (rc = agree(s, check_rows(s, wall, stopped, err), err))) return rc;
         const double rate = (double)(s->step - res->start_step) / (wall > 0 ? wall : 1e-9);
         heat_progress_update(&s->progress, s->t0 + wall, s->step, stop, heat_case_time(c, s->step),
                              rate, rate * (double)c->d.points / 1e9, s->residual);
         /* The last step's outputs are written by the caller, in one go. */
         if (stopped) return HEAT_OK;
-        if ((rc = write_due_outputs(s, s->t0 + wall, err))) return rc;
+        const int kinds = due_outputs(s, s->t0 + wall);
+        if (kinds && (rc = write_fields(s, kinds, s->t0 + wall, err))) return rc;
     }
 }
 

@@ -37,6 +37,10 @@ typedef struct run_state {
     uint8_t *material;     /* the material of each node of the part, for the files; or NULL */
     heat_mg_info mg;       /* multigrid: what the last chunk's solve did */
     heat_halo_stats halo0; /* the halo figures when the loop's clock started */
+    /* The history row of the last check, written while the next steps run
+     * (a backend that queues them, driver.c), and its loop seconds. */
+    int row_pending;
+    double row_wall;
 } run_state;
 
 /* Points of this rank's field: its box, or the whole grid. */

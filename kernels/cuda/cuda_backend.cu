@@ -1,7 +1,8 @@
 /* The CUDA backend: two time levels on the GPU, one kernel launch per step
  * on one stream, the residual reduced inside the last sweep of a check step
- * and copied back as one 8-byte scalar. Nothing else crosses to the host in
- * the time loop.
+ * and copied back as one 8-byte scalar, followed by the field's statistics
+ * for history.csv (three values). Nothing else crosses to the host in the
+ * time loop.
  */
 #include "cuda_backend.h"
 
@@ -46,11 +47,23 @@ typedef struct cuda_state {
     void *scratch;               /* bench only: the copy's target */
     unsigned long long *d_resid; /* device: max |du| bits of a check step */
     unsigned long long *h_resid; /* pinned host copy */
-    double *d_rows, *h_rows;     /* field_stats: rows', groups' and the field's min, max, sum */
-    int stats_fresh;             /* h_rows holds the statistics of u as it stands */
+    /* field_stats: the rows', groups' and field's minima, maxima and sums
+     * (device), and the field's, copied back into one of two slots (pinned),
+     * each with its event: the last slot queued, and the one before, which
+     * a history row still reads while the next check's steps are queued. */
+    double *d_rows, *h_rows[2];
+    cudaEvent_t ev_stats[2];
+    int slot;
+    int stats_fresh; /* h_rows[slot]: the statistics of u as it stands (once its event passed) */
+    /* Steps queued by cuda_queue and not yet waited for (with a residual:
+     * resid_queued); stats_before: h_rows[before] holds the statistics of
+     * the field before them (once its event has passed). */
+    int queued, resid_queued, stats_before, before;
+    int blocking; /* the device waits asleep (heat_cuda_schedule_for_affinity) */
     cudaStream_t stream;
     cudaEvent_t ev[4];
-    size_t bytes; /* the field's values */
+    cudaEvent_t ev_resid; /* a check's residual copied back */
+    size_t bytes;         /* the field's values */
     /* The buffers' layout: planes of `plane` values `pitch` values apart
      * (pitch = plane but in a multigrid case whose rows are padded,
      * heat_mg_gpu_rows), so `held` bytes each. */
@@ -399,16 +412,18 @@ static void cuda_host_free(heat_backend *b, void *p)
 
 static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c);
 
-static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
+/* Queues `steps` steps and, with `residual`, the copy of the last one's
+ * residual and the field's statistics after it (a check step's history
+ * row wants them), each followed by an event; returns without waiting. */
+static int cuda_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    s->stats_fresh = 0;
-    if (heat_case_multigrid(b->c)) {
-        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
-        return heat_cuda_mg_advance(s->mg, steps, residual, err);
-    }
     if (b->c->d.general && !s->general)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
+    s->stats_before = s->stats_fresh;
+    s->before = s->slot;
+    s->queued = 1;
+    s->resid_queued = residual != 0;
     /* Passes of `depth` fused steps; the last pass fuses what remains, so a
      * call never runs past the step the driver asked for. */
     for (int64_t left = steps; left > 0;) {
@@ -421,15 +436,31 @@ static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_e
     if (residual) {
         HEAT_CUDA_CHECK(cudaMemcpyAsync(s->h_resid, s->d_resid, sizeof *s->h_resid,
                                         cudaMemcpyDeviceToHost, s->stream));
-        /* A residual means a check step, whose history row wants the field's
-         * statistics: they come back in the same wait. */
+        HEAT_CUDA_CHECK(cudaEventRecord(s->ev_resid, s->stream));
         HEAT_CUDA_CHECK(enqueue_stats(s, b->c));
     }
-    /* One wait per call: errors of the sweeps surface here, and the driver's
-     * wall clock measures finished work. */
-    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    return HEAT_OK;
+}
+
+/* Waits for what cuda_queue queued: with a residual, for it alone (the
+ * statistics behind it are waited for by whoever reads them, the next
+ * steps may be queued behind them first); else, and where the device waits
+ * asleep (each wake-up costs), for the stream. Errors of the sweeps surface
+ * here, and the driver's clock measures finished work. */
+static int cuda_wait(heat_backend *b, double *residual, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (!s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no steps queued");
+    if (residual && !s->resid_queued)
+        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no residual queued");
+    s->queued = 0;
+    s->stats_before = 0;
+    if (s->resid_queued && !s->blocking)
+        HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev_resid));
+    else
+        HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    if (s->resid_queued) s->stats_fresh = 1;
     if (residual) {
-        s->stats_fresh = 1;
         unsigned long long bits = *s->h_resid;
         double m;
         memcpy(&m, &bits, sizeof m);
@@ -437,6 +468,18 @@ static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_e
         *residual = m / b->c->d.dt;
     }
     return HEAT_OK;
+}
+
+static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
+{
+    cuda_state *s = (cuda_state *)b->impl;
+    if (heat_case_multigrid(b->c)) {
+        s->stats_fresh = 0;
+        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+        return heat_cuda_mg_advance(s->mg, steps, residual, err);
+    }
+    int rc = cuda_queue(b, steps, residual != nullptr, err);
+    return rc ? rc : cuda_wait(b, residual, err);
 }
 
 /* Each pass the loop can run (every depth, with and without the residual)
@@ -469,10 +512,14 @@ static void cuda_destroy(heat_backend *b)
         cudaFree(s->d_cls);
         cudaFree(s->d_tab);
         cudaFree(s->d_rows);
-        cudaFreeHost(s->h_rows);
+        cudaFreeHost(s->h_rows[0]);
+        cudaFreeHost(s->h_rows[1]);
         free(s->h_cls);
         for (int i = 0; i < 4; i++)
             if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+        if (s->ev_resid) cudaEventDestroy(s->ev_resid);
+        for (int i = 0; i < 2; i++)
+            if (s->ev_stats[i]) cudaEventDestroy(s->ev_stats[i]);
         if (s->stream) cudaStreamDestroy(s->stream);
         free(s);
     }
@@ -509,7 +556,9 @@ static const heat_backend_ops cuda_ops = {cuda_upload,
                                           nullptr /* mg_setup */,
                                           nullptr /* mg_info */,
                                           nullptr /* mg_bench */,
-                                          cuda_warm};
+                                          cuda_warm,
+                                          cuda_queue,
+                                          cuda_wait};
 
 /* Multigrid (k_mg.cu): the same table with its operations. */
 static int cuda_mg_setup(heat_backend *b, heat_error *err)
@@ -550,6 +599,8 @@ static heat_backend_ops with_multigrid(heat_backend_ops o)
     o.mg_info = cuda_mg_info;
     o.mg_bench = cuda_mg_bench;
     o.field_stats = cuda_mg_field_stats;
+    o.queue = nullptr;
+    o.wait = nullptr;
     return o;
 }
 static const heat_backend_ops cuda_ops_mg = with_multigrid(cuda_ops);
@@ -636,6 +687,21 @@ static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error
     HEAT_CUDA_CHECK(cudaMallocHost(&s->h_resid, sizeof *s->h_resid));
     HEAT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     for (int i = 0; i < 4; i++) HEAT_CUDA_CHECK(cudaEventCreate(&s->ev[i]));
+    /* Where the process runs on one or two CPUs the device waits asleep
+     * (heat_cuda_schedule_for_affinity), and so do these events: without
+     * cudaEventBlockingSync cudaEventSynchronize spins, whatever the device's
+     * flags say. (A run bound to one core, mpiexec -n 1 or taskset -c 0,
+     * was 8 to 10% slower at 512^3 float k = 3 with spinning events than
+     * with the stream's wait before them; docs/PERFORMANCE.md.) */
+    unsigned dflags = 0;
+    if (cudaGetDeviceFlags(&dflags) != cudaSuccess) cudaGetLastError();
+    s->blocking = (dflags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
+    const unsigned eflags = cudaEventDisableTiming | (s->blocking ? cudaEventBlockingSync : 0u);
+    HEAT_CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_resid, eflags));
+    for (int i = 0; i < 2; i++) {
+        HEAT_CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_stats[i], eflags));
+        HEAT_CUDA_CHECK(cudaMallocHost(&s->h_rows[i], 3 * sizeof(double)));
+    }
     return HEAT_OK;
 }
 
@@ -952,26 +1018,36 @@ extern "C" int heat_cuda_general(void)
 
 /* ---- history.csv's statistics and probes, without downloading the field ---- */
 
-/* Queues the field's statistics into h_rows (stats.cuh), to be read after
+/* Queues the field's statistics into the next slot (stats.cuh), to be read after
  * the stream's next wait. */
 static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c)
 {
     const long long nx = c->grid.n[0], ny = c->grid.n[1];
-    return heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, nx, ny, c->grid.n[2], nx,
-                                 nx * ny, &s->d_rows, &s->h_rows, s->stream);
+    cudaError_t e =
+        heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, nx, ny, c->grid.n[2], nx,
+                              nx * ny, &s->d_rows, &s->h_rows[s->slot ^ 1], s->stream);
+    if (e != cudaSuccess) return e;
+    s->slot ^= 1;
+    return cudaEventRecord(s->ev_stats[s->slot], s->stream);
 }
 
 /* history.csv's statistics: those a check step's advance brought back, or
- * computed now. */
+ * computed now. While steps are queued, those of the field before them
+ * (backend.h), which the stream computed before the steps. */
 static int cuda_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    if (!s->stats_fresh) {
+    if (s->queued && !s->stats_before)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: the statistics of the field before queued steps "
+                              "were not computed");
+    if (!s->queued && !s->stats_fresh) {
         HEAT_CUDA_CHECK(enqueue_stats(s, b->c));
-        HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
         s->stats_fresh = 1;
     }
-    *min = s->h_rows[0], *max = s->h_rows[1], *sum = s->h_rows[2];
+    const int at = s->queued ? s->before : s->slot;
+    HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev_stats[at]));
+    *min = s->h_rows[at][0], *max = s->h_rows[at][1], *sum = s->h_rows[at][2];
     return HEAT_OK;
 }
 
