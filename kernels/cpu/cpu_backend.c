@@ -92,6 +92,10 @@ typedef struct cpu_state {
     cpu_gen *gen;
     heat_coeffs k; /* the classes' tables (general cases; k.w not kept) */
     cpu_mg *mg;    /* multigrid (heat_case_multigrid) */
+    /* Steps queued (heat_backend_queue) and run by cpu_wait; with the
+     * residual of the last when resid_queued. */
+    int64_t queued;
+    int resid_queued;
 } cpu_state;
 
 static int cpu_upload(heat_backend *b, const void *host, heat_error *err)
@@ -372,6 +376,30 @@ static int cpu_sample(heat_backend *b, int n, const int64_t *index, double *valu
     return HEAT_OK;
 }
 
+/* heat_backend_queue: the steps run in cpu_wait, so that until then the
+ * field, and its statistics, are those before them (backend.h). Nothing is
+ * gained on the CPU; the driver's rows written between the two halves run
+ * in every test of the CPU backend, as on the GPU. */
+static int cpu_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
+{
+    cpu_state *s = b->impl;
+    if (s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: steps already queued");
+    s->queued = steps;
+    s->resid_queued = residual != 0;
+    return HEAT_OK;
+}
+
+static int cpu_wait(heat_backend *b, double *residual, heat_error *err)
+{
+    cpu_state *s = b->impl;
+    const int64_t steps = s->queued;
+    if (steps <= 0) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no steps queued");
+    if (residual && !s->resid_queued)
+        return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no residual queued");
+    s->queued = 0;
+    return cpu_advance(b, steps, residual, err);
+}
+
 static const heat_backend_ops cpu_ops = {.upload = cpu_upload,
                                          .advance = cpu_advance,
                                          .download = cpu_download,
@@ -383,7 +411,9 @@ static const heat_backend_ops cpu_ops = {.upload = cpu_upload,
                                          .sample = cpu_sample,
                                          .mg_setup = cpu_mg_setup,
                                          .mg_info = cpu_mg_info,
-                                         .mg_bench = cpu_mg_bench};
+                                         .mg_bench = cpu_mg_bench,
+                                         .queue = cpu_queue,
+                                         .wait = cpu_wait};
 
 int heat_cpu_backend_create(const heat_case *c, heat_backend **out, heat_error *err)
 {
