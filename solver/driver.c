@@ -465,15 +465,14 @@ static int due_outputs(const run_state *s, double now)
 }
 
 /* A check's rows (history.csv, probes.csv): now, or, where the backend
- * queues steps and the loop goes on with nothing else at this step, while
- * the next steps run (advance), so that the GPU does not wait for the
- * host's file writes. The statistics that the row needs came back with the
- * residual; probes read the field itself, so with probes the rows are
- * written now. */
-static int check_rows(run_state *s, double wall, int stopped, heat_error *err)
+ * queues steps and the loop goes on with nothing else at this step (`now`:
+ * it stops, or files are due), while the next steps run (advance), so that
+ * the GPU does not wait for the host's file writes. The statistics that the
+ * row needs came back with the residual; probes read the field itself, so
+ * with probes the rows are written now. */
+static int check_rows(run_state *s, double wall, int now, heat_error *err)
 {
-    if (!stopped && heat_backend_queues(s->b) && s->c->probes.count == 0 &&
-        !due_outputs(s, s->t0 + wall)) {
+    if (!now && heat_backend_queues(s->b) && s->c->probes.count == 0) {
         s->row_pending = 1;
         s->row_wall = wall;
         return HEAT_OK;
@@ -519,14 +518,14 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
             res->reason = stop_reason_at(c, s->step);
             stopped = 1;
         }
+        const int kinds = stopped ? 0 : due_outputs(s, s->t0 + wall);
         /* history.csv is rank 0's: its failure stops every rank. */
-        if (check && (rc = agree(s, check_rows(s, wall, stopped, err), err))) return rc;
+        if (check && (rc = agree(s, check_rows(s, wall, stopped || kinds, err), err))) return rc;
         const double rate = (double)(s->step - res->start_step) / (wall > 0 ? wall : 1e-9);
         heat_progress_update(&s->progress, s->t0 + wall, s->step, stop, heat_case_time(c, s->step),
                              rate, rate * (double)c->d.points / 1e9, s->residual);
         /* The last step's outputs are written by the caller, in one go. */
         if (stopped) return HEAT_OK;
-        const int kinds = due_outputs(s, s->t0 + wall);
         if (kinds && (rc = write_fields(s, kinds, s->t0 + wall, err))) return rc;
     }
 }

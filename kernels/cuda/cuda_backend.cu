@@ -56,9 +56,9 @@ typedef struct cuda_state {
     int slot;
     int stats_fresh; /* h_rows[slot]: the statistics of u as it stands (once its event passed) */
     /* Steps queued by cuda_queue and not yet waited for (with a residual:
-     * resid_queued); stats_before: h_rows[before] holds the statistics of
-     * the field before them (once its event has passed). */
-    int queued, resid_queued, stats_before, before;
+     * resid_queued); before: the slot with the statistics of the field
+     * before them (once its event has passed), or -1. */
+    int queued, resid_queued, before;
     int blocking; /* the device waits asleep (heat_cuda_schedule_for_affinity) */
     cudaStream_t stream;
     cudaEvent_t ev[4];
@@ -420,8 +420,7 @@ static int cuda_queue(heat_backend *b, int64_t steps, int residual, heat_error *
     cuda_state *s = (cuda_state *)b->impl;
     if (b->c->d.general && !s->general)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
-    s->stats_before = s->stats_fresh;
-    s->before = s->slot;
+    s->before = s->stats_fresh ? s->slot : -1;
     s->queued = 1;
     s->resid_queued = residual != 0;
     /* Passes of `depth` fused steps; the last pass fuses what remains, so a
@@ -454,7 +453,6 @@ static int cuda_wait(heat_backend *b, double *residual, heat_error *err)
     if (residual && !s->resid_queued)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no residual queued");
     s->queued = 0;
-    s->stats_before = 0;
     if (s->resid_queued && !s->blocking)
         HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev_resid));
     else
@@ -599,9 +597,7 @@ static heat_backend_ops with_multigrid(heat_backend_ops o)
     o.mg_info = cuda_mg_info;
     o.mg_bench = cuda_mg_bench;
     o.field_stats = cuda_mg_field_stats;
-    o.queue = nullptr;
-    o.wait = nullptr;
-    return o;
+    return o; /* queue and wait: heat_backend_queues says no for multigrid */
 }
 static const heat_backend_ops cuda_ops_mg = with_multigrid(cuda_ops);
 
@@ -1037,7 +1033,7 @@ static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c)
 static int cuda_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    if (s->queued && !s->stats_before)
+    if (s->queued && s->before < 0)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: the statistics of the field before queued steps "
                               "were not computed");
