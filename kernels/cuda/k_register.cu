@@ -1,22 +1,27 @@
 /* `register_tiled`: the kernel the solver runs.
  *
- * A block owns a tile of BXT*VX x BP points of the plane and streams a run of
- * `wchunk` planes along w. Each thread holds VX consecutive x values of the
- * previous, current and next plane in registers (and the plane after next in
- * flight), so only the current plane goes through shared memory, for the
- * in-plane neighbours of other threads. With VX*sizeof(T) = 16 every global
- * access of the centre is one 16-byte load or store (when nx is a multiple of
- * VX, so that rows start on 16-byte boundaries); otherwise VX = 1.
+ * A block owns a tile of NC*BXT*VX x BP points of the plane and streams a run
+ * of `wchunk` planes along w. Each thread holds NC groups of VX consecutive x
+ * values (group c at x0 + (c BXT + tx) VX, so that each of a warp's loads is
+ * one contiguous segment) of the previous, current and next plane in
+ * registers (and the plane after next in flight), so only the current plane
+ * goes through shared memory, for the in-plane neighbours of other threads.
+ * With VX*sizeof(T) = 16 every global access of the centre is one 16-byte
+ * load or store (when nx is a multiple of VX, so that rows start on 16-byte
+ * boundaries); otherwise VX = 1.
  *
  * What keeps it at the bandwidth ceiling (docs/PERFORMANCE.md):
  * - loads run two planes ahead of the update (one plane of the centre in
  *   registers, one in flight), halos one plane ahead too, so every thread has
- *   several independent 16-byte loads outstanding;
+ *   several independent 16-byte loads outstanding; with two groups a thread
+ *   (the 3D default since the H200: its bandwidth needs more bytes in flight
+ *   than 4 blocks of one group keep) twice as many, at 2 blocks of 8 warps;
  * - x neighbours come from the neighbouring lane by warp shuffle, shared
  *   memory only at warp edges; y neighbours are 16-byte shared loads; the
  *   shared plane is double-buffered: one barrier per plane;
  * - the halo of a tile (two rows of groups and two columns) is loaded by the
- *   first 2 BXT + 2 BP threads, one value or group each, alongside their own;
+ *   first 2 NC BXT + 2 BP threads, one value or group each, alongside their
+ *   own;
  * - runs of planes sized so that the blocks fill the resident slots over
  *   whole waves (heat_cuda_wchunk_fill in 3D: 13 to 19% faster than one run
  *   per tile at 384^3 and 640 x 480 x 400): the w halo costs 2 planes per
@@ -29,30 +34,36 @@
 
 #include "stencil.cuh"
 
-template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB>
+template <typename T, bool D3, bool RES, int VX, int BXT, int BP, int MINB, int NC>
 __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
     register_kernel(const heat_stencil_args<T> a)
 {
     static_assert(BXT % 32 == 0, "a tile row is whole warps");
-    static_assert(BXT * BP >= (D3 ? 2 * BXT : 0) + 2 * BP, "one thread per halo load");
-    constexpr int BX = BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH, RS = BX + 2 * VX;
+    static_assert(BXT * BP >= (D3 ? 2 * NC * BXT : 0) + 2 * BP, "one thread per halo load");
+    constexpr int BX = NC * BXT * VX, PH = D3 ? 1 : 0, ROWS = BP + 2 * PH, RS = BX + 2 * VX;
     __shared__ __align__(16) T sm[2][ROWS][RS];
 
     const int tx = threadIdx.x, tp = threadIdx.y, tid = tx + BXT * tp, lane = tid & 31;
     const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
-    const int ig = x0 + tx * VX, j = p0 + tp;
+    const int j = p0 + tp;
     const long long rowoff = D3 ? (long long)hk_map(j, a.np, a.bp) * a.sp : 0;
     const int w0 = blockIdx.z * a.wchunk, w1 = min(w0 + a.wchunk, a.nw);
-    const bool full = ig + VX <= a.nx;
-    const int col = VX + tx * VX; /* this thread's group in a shared row */
+    /* Group c of this thread: x = x0 + (c BXT + tx) VX, so that each of a
+     * warp's NC loads of a plane is one contiguous row segment. */
+    auto gx = [&](int c) { return x0 + (c * BXT + tx) * VX; };
+    auto gcol = [&](int c) { return VX + (c * BXT + tx) * VX; }; /* in a shared row */
 
-    auto load_group = [&](int w, hk_vec<T, VX> &g) {
+    auto load_group = [&](int w, hk_vec<T, VX>(&g)[NC]) {
         const T *row = a.u + (long long)hk_map(w, a.nw, a.bw) * a.sw + rowoff;
-        if (full) {
-            g = vload<T, VX>(row + ig);
-        } else {
 #pragma unroll
-            for (int e = 0; e < VX; e++) g.v[e] = row[hk_map(ig + e, a.nx, a.bx)];
+        for (int c = 0; c < NC; c++) {
+            const int ig = gx(c);
+            if (ig + VX <= a.nx) {
+                g[c] = vload<T, VX>(row + ig);
+            } else {
+#pragma unroll
+                for (int e = 0; e < VX; e++) g[c].v[e] = row[hk_map(ig + e, a.nx, a.bx)];
+            }
         }
     };
 
@@ -61,8 +72,8 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
     int hrole = 0, hrow = 0, hcol = 0, hx = 0;
     long long hoff = 0;
     bool hfull = false;
-    if (D3 && tid < 2 * BXT) {
-        const int r = tid / BXT, g = tid % BXT;
+    if (D3 && tid < 2 * NC * BXT) {
+        const int r = tid / (NC * BXT), g = tid % (NC * BXT);
         hrole = 1;
         hrow = r ? ROWS - 1 : 0;
         hcol = VX + g * VX;
@@ -70,7 +81,7 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
         hx = x0 + g * VX;
         hfull = hx + VX <= a.nx;
     } else {
-        const int t = tid - (D3 ? 2 * BXT : 0);
+        const int t = tid - (D3 ? 2 * NC * BXT : 0);
         if (t >= 0 && t < 2 * BP) {
             const int r = t / 2, side = t % 2;
             hrole = 2;
@@ -93,8 +104,9 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
             h.v[0] = row[hx];
         }
     };
-    auto store_plane = [&](int b, const hk_vec<T, VX> &g, const hk_vec<T, VX> &h) {
-        vstore<T, VX>(&sm[b][tp + PH][col], g);
+    auto store_plane = [&](int b, const hk_vec<T, VX>(&g)[NC], const hk_vec<T, VX> &h) {
+#pragma unroll
+        for (int c = 0; c < NC; c++) vstore<T, VX>(&sm[b][tp + PH][gcol(c)], g[c]);
         if (hrole == 1)
             vstore<T, VX>(&sm[b][hrow][hcol], h);
         else if (hrole == 2)
@@ -108,7 +120,7 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
 
     unsigned long long m = 0;
     /* Centres: prev, cur, nxt in use, nn in flight. */
-    hk_vec<T, VX> prev, cur, nxt, nn, hcur, hnext, hnn;
+    hk_vec<T, VX> prev[NC], cur[NC], nxt[NC], nn[NC], hcur, hnext, hnn;
     load_group(w0 - 1, prev);
     load_group(w0, cur);
     load_group(w0 + 1, nxt);
@@ -122,53 +134,61 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
         if (w + 1 < w1) load_group(w + 2, nn);
         if (w + 2 < w1) load_halo(w + 2, hnn);
 
-        /* x neighbours at the group's ends: the neighbouring lane, or the
+        /* x neighbours at the groups' ends: the neighbouring lane, or the
          * shared row at a warp's edge (the tile's halo, or another warp). */
-        T left = __shfl_up_sync(0xffffffffu, cur.v[VX - 1], 1);
-        T right = __shfl_down_sync(0xffffffffu, cur.v[0], 1);
-        if (lane == 0) left = sm[b][tp + PH][col - 1];
-        if (lane == 31) right = sm[b][tp + PH][col + VX];
+        T left[NC], right[NC];
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            left[c] = __shfl_up_sync(0xffffffffu, cur[c].v[VX - 1], 1);
+            right[c] = __shfl_down_sync(0xffffffffu, cur[c].v[0], 1);
+            if (lane == 0) left[c] = sm[b][tp + PH][gcol(c) - 1];
+            if (lane == 31) right[c] = sm[b][tp + PH][gcol(c) + VX];
+        }
 
         if (row_active && !hk_held(w, a.nw, a.bw)) {
-            hk_vec<T, VX> pm, pp, v;
-            if (D3) {
-                pm = vload<T, VX>(&sm[b][tp][col]);
-                pp = vload<T, VX>(&sm[b][tp + 2][col]);
-            }
             T awm, awp;
             hk_ghost(w, a.nw, a.bw, a.gw, awm, awp);
-            bool all = full;
-#pragma unroll
-            for (int e = 0; e < VX; e++) {
-                const int i = ig + e;
-                const T c = cur.v[e];
-                T xm = e > 0 ? cur.v[e - 1] : left;
-                T xp = e < VX - 1 ? cur.v[e + 1] : right;
-                hk_xghost(i, a.nx, a.bx, a.gx, xm, xp);
-                v.v[e] =
-                    hk_point<T, D3>(c, xm, xp, D3 ? pm.v[e] + apm : T(0), D3 ? pp.v[e] + app : T(0),
-                                    prev.v[e] + awm, nxt.v[e] + awp, a.rx, a.rp, a.rw);
-                if (i >= a.nx || hk_held(i, a.nx, a.bx)) all = false;
-            }
             T *out = a.out + (long long)w * a.sw + (long long)j * a.sp;
-            if (all) {
-                vstore<T, VX>(out + ig, v);
-                if (RES) {
 #pragma unroll
-                    for (int e = 0; e < VX; e++) {
-                        unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
-                        m = d > m ? d : m;
-                    }
+            for (int c = 0; c < NC; c++) {
+                const int ig = gx(c), col = gcol(c);
+                hk_vec<T, VX> pm, pp, v;
+                if (D3) {
+                    pm = vload<T, VX>(&sm[b][tp][col]);
+                    pp = vload<T, VX>(&sm[b][tp + 2][col]);
                 }
-            } else {
+                bool all = ig + VX <= a.nx;
 #pragma unroll
                 for (int e = 0; e < VX; e++) {
                     const int i = ig + e;
-                    if (i < a.nx && !hk_held(i, a.nx, a.bx)) {
-                        out[i] = v.v[e];
-                        if (RES) {
-                            unsigned long long d = hk_diff_bits(v.v[e], cur.v[e]);
+                    const T ce = cur[c].v[e];
+                    T xm = e > 0 ? cur[c].v[e - 1] : left[c];
+                    T xp = e < VX - 1 ? cur[c].v[e + 1] : right[c];
+                    hk_xghost(i, a.nx, a.bx, a.gx, xm, xp);
+                    v.v[e] = hk_point<T, D3>(ce, xm, xp, D3 ? pm.v[e] + apm : T(0),
+                                             D3 ? pp.v[e] + app : T(0), prev[c].v[e] + awm,
+                                             nxt[c].v[e] + awp, a.rx, a.rp, a.rw);
+                    if (i >= a.nx || hk_held(i, a.nx, a.bx)) all = false;
+                }
+                if (all) {
+                    vstore<T, VX>(out + ig, v);
+                    if (RES) {
+#pragma unroll
+                        for (int e = 0; e < VX; e++) {
+                            unsigned long long d = hk_diff_bits(v.v[e], cur[c].v[e]);
                             m = d > m ? d : m;
+                        }
+                    }
+                } else {
+#pragma unroll
+                    for (int e = 0; e < VX; e++) {
+                        const int i = ig + e;
+                        if (i < a.nx && !hk_held(i, a.nx, a.bx)) {
+                            out[i] = v.v[e];
+                            if (RES) {
+                                unsigned long long d = hk_diff_bits(v.v[e], cur[c].v[e]);
+                                m = d > m ? d : m;
+                            }
                         }
                     }
                 }
@@ -176,25 +196,29 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
         }
         if (w + 1 < w1) store_plane(b ^ 1, nxt, hnext);
         __syncthreads();
-        prev = cur;
-        cur = nxt;
-        nxt = nn;
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            prev[c] = cur[c];
+            cur[c] = nxt[c];
+            nxt[c] = nn[c];
+        }
         hnext = hnn;
     }
     if (RES) hk_block_max(m, a.resid);
 }
 
-template <typename T, bool D3, int VX, int BXT, int BP, int MINB = 2048 / (BXT * BP) / 2>
+template <typename T, bool D3, int VX, int BXT, int BP, int NC = 1,
+          int MINB = 2048 / (BXT * BP) / 2>
 static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
         cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, register_kernel<T, D3, false, VX, BXT, BP, MINB>, BXT * BP, 0);
+            &blocks_per_sm, register_kernel<T, D3, false, VX, BXT, BP, MINB, NC>, BXT * BP, 0);
         if (e != cudaSuccess) return e;
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
-    constexpr int BX = BXT * VX;
+    constexpr int BX = NC * BXT * VX;
     const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
     heat_stencil_args<T> b = a;
     /* 3D: runs that fill the resident slots (heat_cuda_wchunk_fill). */
@@ -202,26 +226,32 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
                   : heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
     const dim3 block(BXT, BP), grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
     if (a.resid)
-        register_kernel<T, D3, true, VX, BXT, BP, MINB><<<grid, block, 0, stream>>>(b);
+        register_kernel<T, D3, true, VX, BXT, BP, MINB, NC><<<grid, block, 0, stream>>>(b);
     else
-        register_kernel<T, D3, false, VX, BXT, BP, MINB><<<grid, block, 0, stream>>>(b);
+        register_kernel<T, D3, false, VX, BXT, BP, MINB, NC><<<grid, block, 0, stream>>>(b);
     return cudaGetLastError();
 }
 
-/* The 3D tile in threads (x) by rows (y): 64 x 4 by default, the fastest
- * measured (docs/PERFORMANCE.md); the others can be measured with
- * HEAT_CUDA_TILE=32x8, 32x16, 64x8 or 128x4. */
+/* The 3D tile, chosen by HEAT_CUDA_TILE for measurement: "2x32x8" (two
+ * groups a thread, 32 x 8 threads, registers for 2 blocks a multiprocessor)
+ * is the default where rows are whole groups; "64x4" (one group a thread,
+ * 4 blocks a multiprocessor: the kernel before it) where they are not;
+ * "32x8", "32x16", "64x8", "128x4" are one-group tiles measured and not kept
+ * (docs/PERFORMANCE.md). */
+enum { TILE_DEFAULT, TILE_2X32X8, TILE_64X4, TILE_32X8, TILE_32X16, TILE_64X8, TILE_128X4 };
 static int tile_choice(void)
 {
     static int t = -1;
     if (t < 0) {
         const char *s = getenv("HEAT_CUDA_TILE");
-        t = !s                    ? 0
-            : !strcmp(s, "32x8")  ? 1
-            : !strcmp(s, "32x16") ? 2
-            : !strcmp(s, "64x8")  ? 3
-            : !strcmp(s, "128x4") ? 4
-                                  : 0;
+        t = !s                     ? TILE_DEFAULT
+            : !strcmp(s, "2x32x8") ? TILE_2X32X8
+            : !strcmp(s, "64x4")   ? TILE_64X4
+            : !strcmp(s, "32x8")   ? TILE_32X8
+            : !strcmp(s, "32x16")  ? TILE_32X16
+            : !strcmp(s, "64x8")   ? TILE_64X8
+            : !strcmp(s, "128x4")  ? TILE_128X4
+                                   : TILE_DEFAULT;
     }
     return t;
 }
@@ -230,16 +260,21 @@ template <typename T, int VX>
 static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
     switch (tile_choice()) {
-    case 1:
+    case TILE_2X32X8:
+        return launch<T, true, VX, 32, 8, 2, 2>(a, stream);
+    case TILE_64X4:
+        return launch<T, true, VX, 64, 4>(a, stream);
+    case TILE_32X8:
         return launch<T, true, VX, 32, 8>(a, stream);
-    case 2:
+    case TILE_32X16:
         return launch<T, true, VX, 32, 16>(a, stream);
-    case 3:
+    case TILE_64X8:
         return launch<T, true, VX, 64, 8>(a, stream);
-    case 4:
+    case TILE_128X4:
         return launch<T, true, VX, 128, 4>(a, stream);
     default:
-        return launch<T, true, VX, 64, 4>(a, stream);
+        return VX > 1 ? launch<T, true, VX, 32, 8, 2, 2>(a, stream)
+                      : launch<T, true, VX, 64, 4>(a, stream);
     }
 }
 
@@ -249,6 +284,8 @@ cudaError_t heat_cuda_launch_register(const heat_stencil_args<T> &a, bool d3, cu
     constexpr int V = 16 / sizeof(T);
     const bool vec = a.nx % V == 0;
     if (d3) return vec ? launch3<T, V>(a, stream) : launch3<T, 1>(a, stream);
+    /* 2D: rows of 128 threads, one group each (two groups a thread measured
+     * no faster: docs/PERFORMANCE.md). */
     return vec ? launch<T, false, V, 128, 1>(a, stream) : launch<T, false, 1, 128, 1>(a, stream);
 }
 
