@@ -259,11 +259,11 @@ static int tile_choice(void)
 template <typename T, int VX>
 static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
-    switch (tile_choice()) {
+    int t = tile_choice();
+    if (t == TILE_DEFAULT) t = VX > 1 ? TILE_2X32X8 : TILE_64X4;
+    switch (t) {
     case TILE_2X32X8:
         return launch<T, true, VX, 32, 8, 2, 2>(a, stream);
-    case TILE_64X4:
-        return launch<T, true, VX, 64, 4>(a, stream);
     case TILE_32X8:
         return launch<T, true, VX, 32, 8>(a, stream);
     case TILE_32X16:
@@ -272,9 +272,9 @@ static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
         return launch<T, true, VX, 64, 8>(a, stream);
     case TILE_128X4:
         return launch<T, true, VX, 128, 4>(a, stream);
+    case TILE_64X4:
     default:
-        return VX > 1 ? launch<T, true, VX, 32, 8, 2, 2>(a, stream)
-                      : launch<T, true, VX, 64, 4>(a, stream);
+        return launch<T, true, VX, 64, 4>(a, stream);
     }
 }
 
