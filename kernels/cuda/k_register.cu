@@ -248,16 +248,18 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
     return cudaGetLastError();
 }
 
-/* The 3D tile. Where rows are whole groups (VX > 1), by default: "2x32x8"
- * (two groups a thread, 32 x 8 threads, registers for 2 blocks a
- * multiprocessor, each thread's groups asked into L2 4 planes ahead) when a
- * row is an even number of 32-group warps, so that its tiles are full;
- * otherwise "32x8" (one group a thread, 4 blocks a multiprocessor), whose
- * tiles of half the width leave no more of a row idle. Where they are not
- * (VX = 1): "64x4" (one group a thread, 4 blocks a multiprocessor).
- * HEAT_CUDA_TILE picks one for measurement: those three, "2x32x8np" (the
- * two-group tile without the L2 requests ahead), and "32x16", "64x8",
- * "128x4", one-group tiles measured and not kept (docs/PERFORMANCE.md). */
+/* The 3D tile. Where rows are whole groups (VX > 1), by default "2x32x8":
+ * two groups a thread, 32 x 8 threads, registers for 2 blocks a
+ * multiprocessor, each thread's groups asked into L2 4 planes ahead. Where a
+ * row is an odd number of 32-group warps, so that its last two-group tile is
+ * half idle, "32x8" (one group a thread, 4 blocks a multiprocessor) instead:
+ * in float always (10 to 21% faster at 3 and 5 warps on the H200), in double
+ * up to 3 warps (5% faster at 3; from 5 warps on, the two-group tile is 2 to
+ * 5% faster). Where rows are not whole groups (VX = 1): "64x4" (one group a
+ * thread, 4 blocks a multiprocessor). HEAT_CUDA_TILE picks one for
+ * measurement: those three, "2x32x8np" (the two-group tile without the L2
+ * requests ahead), and "32x16", "64x8", "128x4", one-group tiles measured and
+ * not kept (docs/PERFORMANCE.md). */
 enum {
     TILE_DEFAULT,
     TILE_2X32X8,
@@ -288,7 +290,8 @@ static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
     int t = tile_choice();
     if (t == TILE_DEFAULT) {
         const int warps = (a.nx + 32 * VX - 1) / (32 * VX); /* 32-group warps a row */
-        t = VX == 1 ? TILE_64X4 : warps % 2 == 0 ? TILE_2X32X8 : TILE_32X8;
+        const bool one = warps % 2 == 1 && (sizeof(T) == 4 || warps <= 3);
+        t = VX == 1 ? TILE_64X4 : one ? TILE_32X8 : TILE_2X32X8;
     }
     switch (t) {
     case TILE_2X32X8:
