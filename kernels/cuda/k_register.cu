@@ -18,9 +18,10 @@
  *   than 4 blocks of one group keep) twice as many, at 2 blocks of 8 warps;
  * - with two groups a thread, each thread also asks L2 for its groups 4
  *   planes ahead (prefetch.global.L2: no register, no wait), so that the
- *   loads two planes ahead find them there instead of in DRAM: 4 to 12%
- *   faster on the H200 (3 or 5 planes ahead less, 6 or 2 none; one-group
- *   tiles slower with it);
+ *   loads two planes ahead find them there instead of in DRAM: 4 to 13%
+ *   faster on the H200 in short passes, 5% in float over 3000 steps, none
+ *   in double, where the card's power cap holds a long run (3 or 5 planes
+ *   ahead gain less, 2 or 6 about nothing; one-group tiles lose with it);
  * - x neighbours come from the neighbouring lane by warp shuffle, shared
  *   memory only at warp edges; y neighbours are 16-byte shared loads; the
  *   shared plane is double-buffered: one barrier per plane;
