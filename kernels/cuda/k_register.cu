@@ -59,8 +59,11 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
     auto gx = [&](int c) { return x0 + (c * BXT + tx) * VX; };
     auto gcol = [&](int c) { return VX + (c * BXT + tx) * VX; }; /* in a shared row */
 
+    /* This thread's row of plane w. */
+    auto row_at = [&](int w) { return a.u + (long long)hk_map(w, a.nw, a.bw) * a.sw + rowoff; };
+
     auto load_group = [&](int w, hk_vec<T, VX>(&g)[NC]) {
-        const T *row = a.u + (long long)hk_map(w, a.nw, a.bw) * a.sw + rowoff;
+        const T *row = row_at(w);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
             const int ig = gx(c);
@@ -75,7 +78,7 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
 
     /* PF > 0: this thread's groups of plane w + PF asked into L2. */
     auto prefetch = [&](int w) {
-        const T *row = a.u + (long long)hk_map(w, a.nw, a.bw) * a.sw + rowoff;
+        const T *row = row_at(w);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
             const int ig = gx(c);
@@ -279,6 +282,7 @@ static int tile_choice(void)
     if (t < 0) {
         const char *s = getenv("HEAT_CUDA_TILE");
         t = TILE_DEFAULT;
+        static_assert(sizeof names / sizeof *names == TILE_128X4 + 1, "a name for every tile");
         for (int i = 1; s && i < (int)(sizeof names / sizeof *names); i++)
             if (!strcmp(s, names[i])) t = i;
     }
