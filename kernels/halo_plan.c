@@ -128,7 +128,9 @@ void heat_halo_plan_init(heat_halo_plan *p, const heat_case *c, const heat_part 
         if (a == 0 && xalign > 1 && (lo || hi)) lo = lo ? round_up(lo, xalign) : 0;
         p->off[a] = lo;
         p->ext[a] = lo + part->n[a] + hi;
-        if (a == 0 && xalign > 1 && (lo || hi)) p->ext[a] = round_up(p->ext[a], xalign);
+        /* rows padded whether or not x has ghosts: a row of an odd count
+         * of values still loads as whole groups */
+        if (a == 0 && xalign > 1) p->ext[a] = round_up(p->ext[a], xalign);
         p->owned.lo[a] = lo;
         p->owned.hi[a] = lo + part->n[a];
     }

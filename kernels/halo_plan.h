@@ -7,8 +7,8 @@
  * gv[hi] ghost layers, where gv = depth on a face with a neighbour and 0 on a
  * boundary of the grid (or an uncut periodic axis). A backend whose vector
  * loads need aligned rows (xalign values) gets the owned x range starting on
- * such a boundary and rows padded to it; the padding holds zeros that no
- * owned value ever reads.
+ * such a boundary (where x has ghost layers) and rows padded to it (always);
+ * the padding holds zeros that no owned value ever reads.
  *
  * Views. A sweep writes every node of its view except the faces whose kind
  * is Dirichlet: that is how a boundary node of the grid is held, and also

@@ -31,8 +31,9 @@
 #include "test_util.h"
 
 /* Every per-face combination (125 in 3D, 25 in 2D) on small grids: odd sizes
- * (one value per thread) and sizes whose rows take the 16-byte path, with a
- * partial tile at the end of x. */
+ * (whose rows the backend pads to 16 bytes, so that their last group of a
+ * row is partly beyond the grid) and sizes whose rows hold whole groups, with
+ * a partial tile at the end of x. */
 static void test_every_face_combination(void **state)
 {
     (void)state;
@@ -68,6 +69,32 @@ static void test_awkward_sizes(void **state)
     int failures = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int m = 0; m < 4; m++) failures += check_all(sizes[s], mixes[m], 50, ALL_KERNELS);
+    assert_int_equal(failures, 0);
+}
+
+/* Rows of nx values with no padding (HEAT_CUDA_ROWS=packed), so that odd
+ * sizes take the kernels' one-value path: every face combination on the
+ * odd sizes above, and a larger grid. */
+static void test_packed_rows(void **state)
+{
+    (void)state;
+    const int64_t size3[3] = {33, 17, 9}, size2[3] = {37, 23, 1}, big[3] = {257, 131, 67};
+    assert_int_equal(setenv("HEAT_CUDA_ROWS", "packed", 1), 0);
+    int failures = 0;
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 5; b++) {
+            for (int z = 0; z < 5; z++) {
+                const int t[6] = {axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0],
+                                  axis_kinds[b][1], axis_kinds[z][0], axis_kinds[z][1]};
+                failures += check_all(size3, t, 50, ALL_KERNELS);
+            }
+            const int t2[6] = {
+                axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
+            failures += check_all(size2, t2, 50, ALL_KERNELS);
+        }
+    const int mix[6] = {0, 1, 2, 2, 1, 0};
+    failures += check_all(big, mix, 50, ALL_KERNELS);
+    unsetenv("HEAT_CUDA_ROWS");
     assert_int_equal(failures, 0);
 }
 
@@ -225,6 +252,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_face_combination),
         cmocka_unit_test(test_awkward_sizes),
+        cmocka_unit_test(test_packed_rows),
         cmocka_unit_test(test_more_than_2_31_points),
         cmocka_unit_test(test_nan_reaches_the_residual),
         cmocka_unit_test(test_history_statistics),

@@ -323,7 +323,8 @@ static void test_temporal_every_face_kind(void **state)
  * every face kind, float and double, on grids whose tiles take one run of
  * planes and several (70 planes), with tiles and warps that end inside the
  * grid's rows and columns and beyond them, and rows of single values (odd
- * x). */
+ * x: rows padded to 16 bytes by the backend, and unpadded with
+ * HEAT_CUDA_ROWS=packed). */
 static void test_3d_kernels(void **state)
 {
     (void)state;
@@ -331,7 +332,8 @@ static void test_3d_kernels(void **state)
     const variant v[] = {{"register_tiled", 1}};
     static const char *const how[][2] = {{"HEAT_CUDA_GR_KERNEL", "warp"},
                                          {"HEAT_CUDA_GR_OFF64", "1"},
-                                         {"HEAT_CUDA_GR_KERNEL", "plain"}};
+                                         {"HEAT_CUDA_GR_KERNEL", "plain"},
+                                         {"HEAT_CUDA_ROWS", "packed"}};
     int failures = 0;
     for (int h = 0; h < COUNT(how); h++) {
         assert_int_equal(setenv(how[h][0], how[h][1], 1), 0);

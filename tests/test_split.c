@@ -156,11 +156,10 @@ static void check_plan(const heat_case *c, const int r[3], int rank, int depth, 
     heat_halo_plan p;
     heat_halo_plan_init(&p, c, &part, xalign);
     assert_int_equal(p.sy, p.ext[0]);
-    /* Rows padded to the alignment where x has ghost layers. */
-    if (part.peer[0] >= 0 || part.peer[1] >= 0) {
-        assert_int_equal(p.ext[0] % xalign, 0);
-        assert_int_equal(p.owned.lo[0] % xalign, 0);
-    }
+    /* Rows padded to the alignment; the owned box starting on it where x
+     * has ghost layers. */
+    assert_int_equal(p.ext[0] % xalign, 0);
+    if (part.peer[0] >= 0 || part.peer[1] >= 0) assert_int_equal(p.owned.lo[0] % xalign, 0);
     int64_t cover = heat_halo_box_count(&p.interior);
     for (int i = 0; i < p.nshell; i++) cover += heat_halo_box_count(&p.shell[i]);
     assert_int_equal(cover, heat_halo_box_count(&p.owned));

@@ -64,10 +64,15 @@ typedef struct cuda_state {
     cudaEvent_t ev[4];
     cudaEvent_t ev_resid; /* a check's residual copied back */
     size_t bytes;         /* the field's values */
-    /* The buffers' layout: planes of `plane` values `pitch` values apart
-     * (pitch = plane but in a multigrid case whose rows are padded,
-     * heat_mg_gpu_rows), so `held` bytes each. */
-    long long plane, pitch, planes;
+    /* The buffers' layout: rows of `nx` values `rp` values apart, planes of
+     * `plane` = nx ny values `pitch` values apart, `planes` of them, so
+     * `held` bytes each. rp rounds nx up to 16 bytes, so that every row
+     * starts on a 16-byte boundary and the kernels' vector loads serve every
+     * grid (row_pitch; pitch = rp ny); a multigrid case keeps rp = nx and
+     * pads its planes instead (heat_mg_gpu_rows). What lies between rows and
+     * planes starts as zeros and is never read for a node (the fused passes
+     * store a row's last group whole, padding and all). */
+    long long nx, rp, plane, pitch, planes;
     size_t held;
     int three_d;
     heat_kernel kernel;
@@ -196,7 +201,8 @@ static int hk_code(heat_bc_type t)
     return t == HEAT_BC_DIRICHLET ? HK_DIRICHLET : t == HEAT_BC_PERIODIC ? HK_PERIODIC : HK_NEUMANN;
 }
 
-template <typename T> static void fill_args(const heat_case *c, heat_stencil_args<T> &a)
+template <typename T>
+static void fill_args(const heat_case *c, long long rp, heat_stencil_args<T> &a)
 {
     memset(&a, 0, sizeof a);
     const int d3 = c->grid.dims == 3;
@@ -206,8 +212,8 @@ template <typename T> static void fill_args(const heat_case *c, heat_stencil_arg
     a.nx = (int)nx;
     a.np = d3 ? (int)ny : 1;
     a.nw = d3 ? (int)nz : (int)ny;
-    a.sp = nx;
-    a.sw = d3 ? nx * ny : nx;
+    a.sp = rp;
+    a.sw = d3 ? rp * ny : rp;
     a.rx = (T)c->d.r[0];
     a.rp = d3 ? (T)c->d.r[ax_p] : T(0);
     a.rw = (T)c->d.r[ax_w];
@@ -360,15 +366,26 @@ static cudaError_t measure_depth(cuda_state *s, const heat_case *c, char *note, 
     return cudaSuccess;
 }
 
-/* The field between the host's contiguous layout and a device buffer's
- * (planes `pitch` values apart). */
+/* Values of `vs` bytes, one a node (the field, or the classes with vs = 1),
+ * between the host's contiguous layout and the device buffers' (cuda_state:
+ * rows rp values apart, planes pitch values apart). */
+static cudaError_t copy_layout(const cuda_state *s, size_t vs, void *dst, const void *src,
+                               cudaMemcpyKind kind)
+{
+    const bool to_dev = kind == cudaMemcpyHostToDevice;
+    if (s->rp != s->nx) { /* padded rows (then pitch = rp ny) */
+        const size_t hb = (size_t)s->nx * vs, db = (size_t)s->rp * vs;
+        const size_t rows = (size_t)(s->plane / s->nx) * (size_t)s->planes;
+        return cudaMemcpy2D(dst, to_dev ? db : hb, src, to_dev ? hb : db, hb, rows, kind);
+    }
+    const size_t pb = (size_t)s->plane * vs, db = (size_t)s->pitch * vs;
+    if (s->pitch == s->plane) return cudaMemcpy(dst, src, pb * (size_t)s->planes, kind);
+    return cudaMemcpy2D(dst, to_dev ? db : pb, src, to_dev ? pb : db, pb, (size_t)s->planes, kind);
+}
+
 static cudaError_t copy_field(const cuda_state *s, void *dst, const void *src, cudaMemcpyKind kind)
 {
-    if (s->pitch == s->plane) return cudaMemcpy(dst, src, s->bytes, kind);
-    const size_t vs = s->bytes / ((size_t)s->planes * (size_t)s->plane);
-    const size_t pb = (size_t)s->plane * vs, db = (size_t)s->pitch * vs;
-    const bool to_dev = kind == cudaMemcpyHostToDevice;
-    return cudaMemcpy2D(dst, to_dev ? db : pb, src, to_dev ? pb : db, pb, (size_t)s->planes, kind);
+    return copy_layout(s, s->bytes / ((size_t)s->planes * (size_t)s->plane), dst, src, kind);
 }
 
 static int cuda_upload(heat_backend *b, const void *host, heat_error *err)
@@ -636,14 +653,29 @@ extern "C" int heat_cuda_usable(char *why, size_t n)
     return 1;
 }
 
+/* The values between the starts of two rows of nx values of vs bytes: nx
+ * rounded up to 16 bytes, so that every row starts on a 16-byte boundary
+ * and the kernels take whole 16-byte groups wherever nx is (without it a
+ * row of 513 ran the one-value path, 2.8 times slower than one of 512 at
+ * k = 1: docs/PERFORMANCE.md). HEAT_CUDA_ROWS=packed keeps rows of nx, for
+ * the tests of that path and for measurement. */
+static long long row_pitch(long long nx, size_t vs)
+{
+    const char *e = getenv("HEAT_CUDA_ROWS");
+    if (e && !strcmp(e, "packed")) return nx;
+    const long long v = 16 / (long long)vs;
+    return (nx + v - 1) / v * v;
+}
+
 /* Whether two time levels of the case fit in the free memory of the current
  * device `prop`, and every axis in 32 bits; HEAT_ERUNTIME saying why not. */
 static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t bytes, heat_error *err)
 {
     size_t free_b = 0, total_b = 0;
     HEAT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    /* Two time levels, and a class byte per point in a general case. */
-    const size_t need = 2 * bytes + (c->d.general ? (size_t)c->d.points : 0);
+    /* Two time levels (`bytes` each), and a class byte per value held in a
+     * general case. */
+    const size_t need = 2 * bytes + (c->d.general ? bytes / heat_case_value_size(c) : 0);
     if (need + (64u << 20) > free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: the field does not fit on %s: %.3f GB needed (two "
@@ -666,7 +698,8 @@ static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error
     heat_cuda_schedule_for_affinity();
     cudaError_t e = cudaMalloc(&s->u, s->held);
     if (e == cudaSuccess) e = cudaMalloc(&s->v, s->held);
-    /* padded planes: what lies between them defined (no kernel reads it) */
+    /* padded rows or planes: what lies between them defined (loaded, never
+     * used for a node) */
     if (e == cudaSuccess && s->pitch != s->plane) e = cudaMemset(s->u, 0, s->held);
     if (e == cudaSuccess && s->pitch != s->plane) e = cudaMemset(s->v, 0, s->held);
     if (e != cudaSuccess) {
@@ -731,13 +764,15 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     if (!heat_cuda_usable(why, sizeof why))
         return heat_error_set(err, HEAT_ERUNTIME, "solver.backend = \"cuda\": %s", why);
 
-    const size_t bytes = (size_t)c->d.points * heat_case_value_size(c);
-    /* a multigrid case's field is its finest level: planes padded */
-    const long long plane = (long long)c->grid.n[0] * c->grid.n[1];
-    const long long pitch =
-        heat_case_multigrid(c) ? c->grid.n[0] * heat_mg_gpu_rows(c->grid.n, heat_case_value_size(c))
-                               : plane;
-    const size_t held = (size_t)c->grid.n[2] * (size_t)pitch * heat_case_value_size(c);
+    const size_t vs = heat_case_value_size(c);
+    const size_t bytes = (size_t)c->d.points * vs;
+    /* a multigrid case's field is its finest level: planes padded; the
+     * others' rows */
+    const long long nx = c->grid.n[0], plane = nx * c->grid.n[1];
+    const long long rp = heat_case_multigrid(c) ? nx : row_pitch(nx, vs);
+    const long long pitch = heat_case_multigrid(c) ? nx * heat_mg_gpu_rows(c->grid.n, vs)
+                                                   : rp * c->grid.n[1];
+    const size_t held = (size_t)c->grid.n[2] * (size_t)pitch * vs;
     int dev = 0;
     HEAT_CUDA_CHECK(cudaGetDevice(&dev));
     cudaDeviceProp prop;
@@ -756,7 +791,7 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     b->c = c;
     b->impl = s;
     s->bytes = bytes;
-    s->plane = plane, s->pitch = pitch, s->planes = c->grid.n[2];
+    s->nx = nx, s->rp = rp, s->plane = plane, s->pitch = pitch, s->planes = c->grid.n[2];
     s->held = held;
     s->three_d = c->grid.dims == 3;
     s->kernel = c->solver.kernel;
@@ -773,9 +808,9 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     }
     snprintf(s->device, sizeof s->device, "%s", prop.name);
     if (c->solver.precision == HEAT_FLOAT)
-        fill_args<float>(c, s->af);
+        fill_args<float>(c, rp, s->af);
     else
-        fill_args<double>(c, s->ad);
+        fill_args<double>(c, rp, s->ad);
     if ((rc = allocate_device(s, &prop, err))) {
         cuda_destroy(b);
         return rc;
@@ -870,7 +905,7 @@ template <typename T> __global__ void poison_kernel(heat_stencil_args<T> a, T *f
         const int w = (int)(idx / ((long long)a.nx * a.np));
         const bool d3 = a.np > 1 || a.bp[0] != HK_PERIODIC;
         if (!hk_held(i, a.nx, a.bx) && !(d3 && hk_held(j, a.np, a.bp)) && !hk_held(w, a.nw, a.bw))
-            field[idx] = (T)NAN;
+            field[w * a.sw + j * a.sp + i] = (T)NAN;
     }
 }
 
@@ -952,6 +987,7 @@ static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
     cuda_state *s = (cuda_state *)b->impl;
     const heat_case *c = b->c;
     const size_t n = (size_t)c->d.points;
+    const size_t held = (size_t)s->pitch * (size_t)s->planes; /* laid out as the field */
     if (heat_case_multigrid(c)) {
         /* Multigrid builds its own operator from these (cuda_mg_setup). */
         uint8_t *copy = (uint8_t *)malloc(n);
@@ -967,16 +1003,18 @@ static int cuda_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
         return HEAT_OK;
     }
     if (!s->d_cls) {
-        cudaError_t e = cudaMalloc(&s->d_cls, n);
+        cudaError_t e = cudaMalloc(&s->d_cls, held);
+        if (e == cudaSuccess && held != n) e = cudaMemset(s->d_cls, 0, held);
         if (e != cudaSuccess) {
             cudaGetLastError();
+            cudaFree(s->d_cls);
             s->d_cls = nullptr;
             return heat_error_set(err, HEAT_ERUNTIME,
                                   "cuda backend: no GPU memory for the classes (%.3f GB)",
-                                  (double)n / 1e9);
+                                  (double)held / 1e9);
         }
     }
-    HEAT_CUDA_CHECK(cudaMemcpy(s->d_cls, cls, n, cudaMemcpyHostToDevice));
+    HEAT_CUDA_CHECK(copy_layout(s, 1, s->d_cls, cls, cudaMemcpyHostToDevice));
     int rc;
     bool shared;
     if (s->af.nx) {
@@ -1018,10 +1056,9 @@ extern "C" int heat_cuda_general(void)
  * the stream's next wait. */
 static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c)
 {
-    const long long nx = c->grid.n[0], ny = c->grid.n[1];
-    cudaError_t e =
-        heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, nx, ny, c->grid.n[2], nx,
-                              nx * ny, &s->d_rows, &s->h_rows[s->slot ^ 1], s->stream);
+    cudaError_t e = heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, s->nx,
+                                          c->grid.n[1], c->grid.n[2], s->rp, s->pitch, &s->d_rows,
+                                          &s->h_rows[s->slot ^ 1], s->stream);
     if (e != cudaSuccess) return e;
     s->slot ^= 1;
     return cudaEventRecord(s->ev_stats[s->slot], s->stream);
@@ -1058,7 +1095,8 @@ static int cuda_sample(heat_backend *b, int n, const int64_t *index, double *val
         double v = 0;
         float f = 0;
         void *to = vs == sizeof(float) ? (void *)&f : (void *)&v;
-        const int64_t at = index[i] / s->plane * s->pitch + index[i] % s->plane;
+        const int64_t row = index[i] / s->nx, ny = s->plane / s->nx;
+        const int64_t at = row / ny * s->pitch + row % ny * s->rp + index[i] % s->nx;
         HEAT_CUDA_CHECK(
             cudaMemcpy(to, (const char *)s->u + (size_t)at * vs, vs, cudaMemcpyDeviceToHost));
         values[i] = vs == sizeof(float) ? (double)f : v;

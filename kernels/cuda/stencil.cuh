@@ -42,6 +42,18 @@ template <typename T> struct heat_stencil_args {
     unsigned long long *resid; /* max |u' - u| as double bits, or NULL */
 };
 
+/* Whether every row of the field starts on a 16-byte boundary (both
+ * buffers and both strides), so that groups of VX values from a column
+ * that is a multiple of VX load and store as one vector: with rows padded
+ * to 16 bytes (cuda_backend.cu, row_pitch) whatever nx is. A group that
+ * reaches past nx takes the one-value path. */
+template <typename T> __host__ __device__ inline bool hk_rows16(const heat_stencil_args<T> &a)
+{
+    constexpr long long V = 16 / sizeof(T);
+    return a.sp % V == 0 && a.sw % V == 0 && ((uintptr_t)a.u & 15) == 0 &&
+           ((uintptr_t)a.out & 15) == 0;
+}
+
 /* Index of the neighbour `i` (-1 .. n) on an axis of n points: inside, the
  * periodic wrap, the mirrored Neumann node, or any valid index where the value
  * is never used (a Dirichlet face's ghost, slots beyond the grid). */
