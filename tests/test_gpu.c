@@ -98,6 +98,26 @@ static void test_packed_rows(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* 2D register_tiled with one group a thread (HEAT_CUDA_TILE2D=1x128, kept
+ * for measurement; the default takes two): every face combination on rows
+ * of one tile and of several, whole and padded. */
+static void test_one_group_2d(void **state)
+{
+    (void)state;
+    const int64_t sizes[][3] = {{40, 21, 1}, {1027, 9, 1}, {1032, 7, 1}};
+    assert_int_equal(setenv("HEAT_CUDA_TILE2D", "1x128", 1), 0);
+    int failures = 0;
+    for (int s = 0; s < 3; s++)
+        for (int a = 0; a < 5; a++)
+            for (int b = 0; b < 5; b++) {
+                const int t[6] = {
+                    axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
+                failures += check_all(sizes[s], t, 50, ALL_KERNELS);
+            }
+    unsetenv("HEAT_CUDA_TILE2D");
+    assert_int_equal(failures, 0);
+}
+
 /* A grid of more than 2^31 points: 64-bit offsets in every kernel. */
 static void test_more_than_2_31_points(void **state)
 {
@@ -253,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_every_face_combination),
         cmocka_unit_test(test_awkward_sizes),
         cmocka_unit_test(test_packed_rows),
+        cmocka_unit_test(test_one_group_2d),
         cmocka_unit_test(test_more_than_2_31_points),
         cmocka_unit_test(test_nan_reaches_the_residual),
         cmocka_unit_test(test_history_statistics),

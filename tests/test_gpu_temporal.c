@@ -57,10 +57,12 @@ static void test_temporal_every_face_combination(void **state)
  * next (a tall thin grid: several blocks on one window), grids thinner than
  * a pass is deep, a few face mixes. Rows of whole groups (nx a multiple of
  * 4 in float, 2 in double) take the whole-vector loops, whose threads
- * beyond an x face load a clamped or wrapped column; other rows, padded to
- * 16 bytes by the backend, the loops that load whole groups inside the grid
- * and single values at its ends (k_temporal.cu), and, unpadded
- * (HEAT_CUDA_ROWS=packed, the second round), single values throughout. At
+ * beyond an x face load a clamped or wrapped column; so do other rows in 3D,
+ * which the backend pads to 16 bytes, where x is not periodic (the last
+ * group then reaches into the padding); with a periodic x, and in 2D, they
+ * take the loops that load whole groups inside the grid and single values
+ * at its ends (k_temporal.cu); unpadded (HEAT_CUDA_ROWS=packed, the second
+ * round), single values throughout. At
  * k = 4 in 3D the last window of a row of aligned rows is narrow where what
  * it stores fits (temporal.cuh): 148 x 67 x 45 has rows of 2 float windows
  * ending in a narrow one and of 3 full double windows, 180 x 37 x 30 rows of

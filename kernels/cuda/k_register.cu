@@ -324,17 +324,14 @@ cudaError_t heat_cuda_launch_register(const heat_stencil_args<T> &a, bool d3, cu
     const bool vec = hk_rows16(a);
     if (d3) return vec ? launch3<T, V>(a, stream) : launch3<T, 1>(a, stream);
     if (!vec) return launch<T, false, 1, 128, 1>(a, stream);
-    /* 2D, rows of groups: tiles of 128 threads, two groups a thread with
-     * their groups asked into L2 4 rows ahead (3 to 8% faster than one group
-     * at 8192^2 and 16384 x 8192 on the H200, double; without the requests
-     * no faster), but where a row is an odd count of one-group tiles, whose
-     * last two-group tile would be half idle: one group a thread there.
-     * HEAT_CUDA_TILE2D=1x128 or 2x128 picks one, for measurement. */
+    /* 2D, rows of groups: tiles of 128 threads, two groups a thread, each
+     * thread's groups asked into L2 4 rows ahead: 1 to 10% faster than one
+     * group a thread on the H200 (without the requests no faster), at odd
+     * counts of one-group tiles a row too. HEAT_CUDA_TILE2D=1x128 takes one
+     * group, for measurement. */
     const char *e = getenv("HEAT_CUDA_TILE2D");
-    const long long tiles = (a.nx + 128 * V - 1) / (128 * V);
-    const bool one = e && *e ? strcmp(e, "2x128") != 0 : tiles % 2 == 1;
-    return one ? launch<T, false, V, 128, 1>(a, stream)
-               : launch<T, false, V, 128, 1, 2, 4, 4>(a, stream);
+    if (e && !strcmp(e, "1x128")) return launch<T, false, V, 128, 1>(a, stream);
+    return launch<T, false, V, 128, 1, 2, 4, 4>(a, stream);
 }
 
 template cudaError_t heat_cuda_launch_register<float>(const heat_stencil_args<float> &, bool,

@@ -39,7 +39,7 @@
  * warm-up. At k = 4 the last window of a row of windows is narrow (half the
  * width, half the values a thread) where what it stores fits: at nx = 512
  * it stores 32 of the 120 points a window does in float, 8 of 56 in double.
- * Where rows start on 16-byte boundaries (TB_ALN, temporal.cuh) every thread
+ * Where rows start on 16-byte boundaries (TB_ENDS, TB_PADDED) every thread
  * loads and stores its VX values as one vector, beyond the x faces too (a
  * column mapped once): the plane loops then have no per-value path, 12%
  * fewer instructions and 12% faster at 512^3, k = 4 (docs/PERFORMANCE.md).
@@ -124,7 +124,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
         fy[q] = D3 ? tb_faces(yg, a.np, a.bp) : tb_face{false, false, false};
         row_keep[q] = !D3 || (r0 + q >= K && r0 + q < BY - K && yg < a.np && !fy[q].held);
         /* In a TB_GENERAL window: rows that need the substitutions. */
-        general_row[q] = fy[q].nlo || fy[q].nhi || fy[q].held || (XF && !(aligned & TB_ENDS));
+        general_row[q] = fy[q].nlo || fy[q].nhi || fy[q].held || (XF && aligned != TB_ENDS);
     }
     /* Columns this thread stores (inside the window less its halo, inside
      * the grid, not on a Dirichlet face), and its x-face nodes as bits per
@@ -139,7 +139,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
         xnhi |= (unsigned)f.nhi << e;
         xheld |= (unsigned)f.held << e;
     }
-    const bool vec = (aligned & TB_ROWS16) && xg >= 0 && xg + VX <= a.nx;
+    const bool vec = aligned && xg >= 0 && xg + VX <= a.nx;
     const bool vec_store = vec && keep == (1u << VX) - 1;
     /* ALN (3D, rows on 16-byte boundaries, so a thread's VX values are one
      * vector whatever the window): each thread loads its vector from a column
@@ -148,7 +148,7 @@ __device__ __forceinline__ void tb_segment(const heat_stencil_args<T> &a, int al
      * never read by a node of the grid); and it stores all of its values or
      * none. A Dirichlet node among them is stored too: its result is its
      * centre, the same bits as are there. Where nx is no multiple of VX (no
-     * periodic x face then: TB_ALN) the row's last group reaches into the
+     * periodic x face then: TB_PADDED) the row's last group reaches into the
      * padding of the row, which it loads and stores with it: a value there
      * is never read by a node either (the x face's substitution replaces the
      * last node's neighbour). So the plane loop has no per-value path. */
@@ -447,14 +447,14 @@ template <typename T, bool D3, bool RES, int K> struct tb_uniform_seg {
             /* One window per block, so each branch is the whole block's.
              * Rows on 16-byte boundaries (every grid of the one-GPU backend,
              * which pads its rows, but a periodic x axis of an nx that is
-             * no multiple of VX: TB_ALN) take the whole-vector loops. A
-             * narrow window (only
+             * no multiple of VX: temporal.cuh, TB_PADDED) take the
+             * whole-vector loops. A narrow window (only
              * there: tb_schedule) takes the general loop, which is right for
              * every kind: one more copy of the loop, not two (with the x-face
              * one as well, ptxas spilled 36 bytes in float k = 4 against 4).
              * Other rows: the general loop, or the inner one away from the
              * faces. */
-            if (aligned & TB_ALN) {
+            if (aligned) {
                 if constexpr (tb_narrow_kernel<T, D3, K>()) {
                     if (nar) {
                         seg<TB_GENERAL, true, true>(x0, y0, w0, w1);
@@ -478,7 +478,7 @@ template <typename T, bool D3, bool RES, int K> struct tb_uniform_seg {
              * instead of three: 5% faster at 8192^2, k = 4; slower in float
              * and at deeper k, docs/PERFORMANCE.md). */
             constexpr bool one_loop = sizeof(T) == 8 && K <= 4;
-            if (one_loop || kd == TB_GENERAL || (!(aligned & TB_ENDS) && xface(x0, S::WX)))
+            if (one_loop || kd == TB_GENERAL || (aligned != TB_ENDS && xface(x0, S::WX)))
                 seg<TB_GENERAL, false, false>(x0, y0, w0, w1);
             else if (kd == TB_XSEL && xface(x0, S::WX))
                 seg<TB_XSEL, false, false>(x0, y0, w0, w1);
@@ -544,8 +544,7 @@ template <typename T, bool D3, int K> struct tb_launch {
         const long long g = tb_blocks(res, p.planes, K);
         const bool rows16 = hk_rows16(a), ends = rows16 && a.nx % S::VX == 0;
         const bool xper = a.bx[0] == HK_PERIODIC || a.bx[1] == HK_PERIODIC;
-        const int aligned = (ends ? TB_ENDS : 0) | (rows16 ? TB_ROWS16 : 0) |
-                            (D3 && (ends || (rows16 && !xper)) ? TB_ALN : 0);
+        const int aligned = ends ? TB_ENDS : rows16 && (!D3 || !xper) ? TB_PADDED : 0;
         const dim3 block(32, S::TY), grid((unsigned)g);
         if (a.resid)
             temporal_kernel<T, D3, true, K>

@@ -45,15 +45,18 @@ __device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
  * of the plane's inputs and result in the iterations whose planes meet one. */
 enum { TB_INNER = 0, TB_XSEL = 1, TB_GENERAL = 2 };
 
-/* What a grid's rows allow, as bits of the kernels' `aligned` argument:
- * TB_ENDS, rows of whole groups (nx a multiple of VX, rows on 16-byte
- * boundaries), so an x face is a group's first or last value; TB_ALN, the
- * whole-vector loops of k_temporal.cu (3D): rows on 16-byte boundaries,
- * and rows of whole groups or no periodic x face (a row padded to 16 bytes
- * then ends in a group that its padding completes); TB_ROWS16, rows on
- * 16-byte boundaries (hk_rows16), so that groups inside the grid load as
- * vectors. The general update passes TB_ENDS alone. */
-enum { TB_ENDS = 1, TB_ALN = 2, TB_ROWS16 = 4 };
+/* What a grid's rows allow: the kernels' `aligned` argument. TB_ENDS: rows
+ * of whole groups on 16-byte boundaries (nx a multiple of VX), so an x face
+ * is a group's first or last value. TB_PADDED: rows on 16-byte boundaries
+ * whose last group reaches into the row's padding (hk_rows16; in 3D only
+ * without a periodic x face, whose images would not be whole groups). Any
+ * nonzero value: groups inside the grid load as vectors, and in 3D the
+ * whole-vector loops of k_temporal.cu run; 0: one value at a time. (A
+ * value, not bits: testing a bit for the whole-vector loops made ptxas
+ * allocate the kernels' registers differently, spilling 8 to 12 bytes more
+ * in float k = 3 and double k = 4.) The general update passes 0 or
+ * TB_ENDS. */
+enum { TB_ENDS = 1, TB_PADDED = 2 };
 
 /* The tiling of one (precision, dimension, depth). 3D: a window of 32 rows,
  * 2 rows per thread (512 threads of up to 128 registers, 16 warp rows: the
@@ -195,14 +198,14 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
                       (a.bp[1] != HK_PERIODIC && y0 + S::BY >= a.np));
     };
     auto kind_of = [&](bool xf, bool pf) {
-        return pf || (xf && !(aligned & TB_ENDS)) ? TB_GENERAL : (xf ? TB_XSEL : TB_INNER);
+        return pf || (xf && aligned != TB_ENDS) ? TB_GENERAL : (xf ? TB_XSEL : TB_INNER);
     };
     auto kind = [&](int wx, int wy) { return kind_of(wxface(wx), pface(wy)); };
     /* Whether the last window of a row is narrow (it then still reaches the
      * face, if any, so its kind is the same). */
     constexpr int SXN = S::VX % 2 == 0 ? S::WX / 2 - 2 * S::HX : 0;
     auto narrow = [&] {
-        return D3 && SXN > 0 && cw.narrow > 0 && (aligned & TB_ENDS) &&
+        return D3 && SXN > 0 && cw.narrow > 0 && aligned == TB_ENDS &&
                a.nx - (gxw - 1) * S::SX <= SXN;
     };
     /* (Selects rather than an index: an indexed parameter array would go
