@@ -770,8 +770,8 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
      * others' rows */
     const long long nx = c->grid.n[0], plane = nx * c->grid.n[1];
     const long long rp = heat_case_multigrid(c) ? nx : row_pitch(nx, vs);
-    const long long pitch = heat_case_multigrid(c) ? nx * heat_mg_gpu_rows(c->grid.n, vs)
-                                                   : rp * c->grid.n[1];
+    const long long pitch =
+        heat_case_multigrid(c) ? nx * heat_mg_gpu_rows(c->grid.n, vs) : rp * c->grid.n[1];
     const size_t held = (size_t)c->grid.n[2] * (size_t)pitch * vs;
     int dev = 0;
     HEAT_CUDA_CHECK(cudaGetDevice(&dev));
