@@ -214,6 +214,7 @@ static void fill_args(const heat_case *c, long long rp, heat_stencil_args<T> &a)
     a.nw = d3 ? (int)nz : (int)ny;
     a.sp = rp;
     a.sw = d3 ? rp * ny : rp;
+    a.xpad = (int)(rp - nx);
     a.rx = (T)c->d.r[0];
     a.rp = d3 ? (T)c->d.r[ax_p] : T(0);
     a.rw = (T)c->d.r[ax_w];

@@ -542,9 +542,13 @@ template <typename T, bool D3, int K> struct tb_launch {
          * last, 10% slower in all at 512^3. */
         const tb_costs cw = tb_costs_or_env(tb_uniform_costs<T, D3, K>());
         const long long g = tb_blocks(res, p.planes, K);
+        /* TB_PADDED where the row's last group ends in padding, which the
+         * whole-vector loops store into (3D), or (2D) where rows start on
+         * 16-byte boundaries. */
         const bool rows16 = hk_rows16(a), ends = rows16 && a.nx % S::VX == 0;
         const bool xper = a.bx[0] == HK_PERIODIC || a.bx[1] == HK_PERIODIC;
-        const int aligned = ends ? TB_ENDS : rows16 && (!D3 || !xper) ? TB_PADDED : 0;
+        const bool padded = rows16 && (!D3 || (!xper && a.xpad >= S::VX - a.nx % S::VX));
+        const int aligned = ends ? TB_ENDS : padded ? TB_PADDED : 0;
         const dim3 block(32, S::TY), grid((unsigned)g);
         if (a.resid)
             temporal_kernel<T, D3, true, K>

@@ -40,6 +40,10 @@ template <typename T> struct heat_stencil_args {
     int bx[2], bp[2], bw[2];   /* HK_* per face */
     int wchunk;                /* planes per block along w (streaming kernels) */
     unsigned long long *resid; /* max |u' - u| as double bits, or NULL */
+    /* Values after the nx of each row that belong to no node (a padded
+     * row's end): a kernel may store into them. 0 where what follows may be
+     * another part of the array (a part's view). */
+    int xpad;
 };
 
 /* Whether every row of the field starts on a 16-byte boundary (both

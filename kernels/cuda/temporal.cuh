@@ -49,7 +49,9 @@ enum { TB_INNER = 0, TB_XSEL = 1, TB_GENERAL = 2 };
  * of whole groups on 16-byte boundaries (nx a multiple of VX), so an x face
  * is a group's first or last value. TB_PADDED: rows on 16-byte boundaries
  * whose last group reaches into the row's padding (hk_rows16; in 3D only
- * without a periodic x face, whose images would not be whole groups). Any
+ * without a periodic x face, whose images would not be whole groups, and
+ * where the padding, heat_stencil_args::xpad, holds the rest of the group:
+ * the one-GPU backend's rows, not a part's view). Any
  * nonzero value: groups inside the grid load as vectors, and in 3D the
  * whole-vector loops of k_temporal.cu run; 0: one value at a time. (A
  * value, not bits: testing a bit for the whole-vector loops made ptxas
