@@ -7,15 +7,17 @@
  * registers (and the plane after next in flight), so only the current plane
  * goes through shared memory, for the in-plane neighbours of other threads.
  * With VX*sizeof(T) = 16 every global access of the centre is one 16-byte
- * load or store (when nx is a multiple of VX, so that rows start on 16-byte
- * boundaries); otherwise VX = 1.
+ * load or store where rows start on 16-byte boundaries (hk_rows16: the
+ * backend pads its rows to 16 bytes), but for the group that reaches past
+ * nx, taken one value at a time; otherwise VX = 1.
  *
  * What keeps it at the bandwidth ceiling (docs/PERFORMANCE.md):
  * - loads run two planes ahead of the update (one plane of the centre in
  *   registers, one in flight), halos one plane ahead too, so every thread has
  *   several independent 16-byte loads outstanding; with two groups a thread
  *   (the 3D default since the H200: its bandwidth needs more bytes in flight
- *   than 4 blocks of one group keep) twice as many, at 2 blocks of 8 warps;
+ *   than 4 blocks of one group keep; the 2D one since rows were padded)
+ *   twice as many, at 2 blocks of 8 warps (3D);
  * - with two groups a thread, each thread also asks L2 for its groups 4
  *   planes ahead (prefetch.global.L2: no register, no wait), so that the
  *   loads two planes ahead find them there instead of in DRAM: 4 to 13%
