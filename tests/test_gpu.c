@@ -30,30 +30,41 @@
 #include "heat_case.h"
 #include "test_util.h"
 
-/* Every per-face combination (125 in 3D, 25 in 2D) on small grids: odd sizes
- * (whose rows the backend pads to 16 bytes, so that their last group of a
- * row is partly beyond the grid) and sizes whose rows hold whole groups, with
- * a partial tile at the end of x. */
+/* Every per-face combination, 50 steps of every kernel: the 125 of a 3D
+ * grid `s3` and the 25 of a 2D grid `s2` (either may be NULL); returns the
+ * failures and counts the runs. */
+static int every_face(const int64_t *s3, const int64_t *s2, int *runs)
+{
+    int failures = 0;
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 5; b++) {
+            for (int z = 0; s3 && z < 5; z++) {
+                const int t[6] = {axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0],
+                                  axis_kinds[b][1], axis_kinds[z][0], axis_kinds[z][1]};
+                failures += check_all(s3, t, 50, ALL_KERNELS);
+                (*runs)++;
+            }
+            const int t2[6] = {
+                axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
+            if (s2) {
+                failures += check_all(s2, t2, 50, ALL_KERNELS);
+                (*runs)++;
+            }
+        }
+    return failures;
+}
+
+/* Every per-face combination on small grids: odd sizes (whose rows the
+ * backend pads to 16 bytes, so that their last group of a row is partly
+ * beyond the grid) and sizes whose rows hold whole groups, with a partial
+ * tile at the end of x. */
 static void test_every_face_combination(void **state)
 {
     (void)state;
     const int64_t sizes3[][3] = {{33, 17, 9}, {36, 11, 7}, {136, 19, 10}};
     const int64_t sizes2[][3] = {{37, 23, 1}, {40, 21, 1}, {516, 9, 1}};
     int failures = 0, runs = 0;
-    for (int s = 0; s < 3; s++)
-        for (int a = 0; a < 5; a++)
-            for (int b = 0; b < 5; b++) {
-                for (int z = 0; z < 5; z++) {
-                    const int t[6] = {axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0],
-                                      axis_kinds[b][1], axis_kinds[z][0], axis_kinds[z][1]};
-                    failures += check_all(sizes3[s], t, 50, ALL_KERNELS);
-                    runs++;
-                }
-                const int t2[6] = {
-                    axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
-                failures += check_all(sizes2[s], t2, 50, ALL_KERNELS);
-                runs++;
-            }
+    for (int s = 0; s < 3; s++) failures += every_face(sizes3[s], sizes2[s], &runs);
     print_message("%d face combinations x 4 kernels x 2 precisions, %d failures\n", runs, failures);
     assert_int_equal(failures, 0);
 }
@@ -80,18 +91,7 @@ static void test_packed_rows(void **state)
     (void)state;
     const int64_t size3[3] = {33, 17, 9}, size2[3] = {37, 23, 1}, big[3] = {257, 131, 67};
     assert_int_equal(setenv("HEAT_CUDA_ROWS", "packed", 1), 0);
-    int failures = 0;
-    for (int a = 0; a < 5; a++)
-        for (int b = 0; b < 5; b++) {
-            for (int z = 0; z < 5; z++) {
-                const int t[6] = {axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0],
-                                  axis_kinds[b][1], axis_kinds[z][0], axis_kinds[z][1]};
-                failures += check_all(size3, t, 50, ALL_KERNELS);
-            }
-            const int t2[6] = {
-                axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
-            failures += check_all(size2, t2, 50, ALL_KERNELS);
-        }
+    int runs = 0, failures = every_face(size3, size2, &runs);
     const int mix[6] = {0, 1, 2, 2, 1, 0};
     failures += check_all(big, mix, 50, ALL_KERNELS);
     unsetenv("HEAT_CUDA_ROWS");
@@ -106,14 +106,8 @@ static void test_one_group_2d(void **state)
     (void)state;
     const int64_t sizes[][3] = {{40, 21, 1}, {1027, 9, 1}, {1032, 7, 1}};
     assert_int_equal(setenv("HEAT_CUDA_TILE2D", "1x128", 1), 0);
-    int failures = 0;
-    for (int s = 0; s < 3; s++)
-        for (int a = 0; a < 5; a++)
-            for (int b = 0; b < 5; b++) {
-                const int t[6] = {
-                    axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
-                failures += check_all(sizes[s], t, 50, ALL_KERNELS);
-            }
+    int failures = 0, runs = 0;
+    for (int s = 0; s < 3; s++) failures += every_face(NULL, sizes[s], &runs);
     unsetenv("HEAT_CUDA_TILE2D");
     assert_int_equal(failures, 0);
 }

@@ -62,13 +62,13 @@ static void test_temporal_every_face_combination(void **state)
  * group then reaches into the padding); with a periodic x, and in 2D, they
  * take the loops that load whole groups inside the grid and single values
  * at its ends (k_temporal.cu); unpadded (HEAT_CUDA_ROWS=packed, the second
- * round), single values throughout. At
- * k = 4 in 3D the last window of a row of aligned rows is narrow where what
- * it stores fits (temporal.cuh): 148 x 67 x 45 has rows of 2 float windows
- * ending in a narrow one and of 3 full double windows, 180 x 37 x 30 rows of
- * 2 full float windows and of 4 double windows ending in a narrow one, 130
- * x 67 x 45 rows of 3 double windows ending in a narrow one (and odd float
- * rows), 257 x 131 x 70 odd rows in both. */
+ * round), single values throughout. At k = 4 in 3D the last window of a row
+ * of whole groups is narrow where what it stores fits (temporal.cuh): 148 x
+ * 67 x 45 has rows of 2 float windows ending in a narrow one and of 3 full
+ * double windows, 180 x 37 x 30 rows of 2 full float windows and of 4
+ * double windows ending in a narrow one, 130 x 67 x 45 rows of 3 double
+ * windows ending in a narrow one (and odd float rows), 257 x 131 x 70 odd
+ * rows in both. */
 static void test_temporal_awkward_sizes(void **state)
 {
     (void)state;

@@ -16,8 +16,8 @@
  *   registers, one in flight), halos one plane ahead too, so every thread has
  *   several independent 16-byte loads outstanding; with two groups a thread
  *   (the 3D default since the H200: its bandwidth needs more bytes in flight
- *   than 4 blocks of one group keep; the 2D one since rows were padded)
- *   twice as many, at 2 blocks of 8 warps (3D);
+ *   than 4 blocks of one group keep; in 2D too) twice as many, at 2 blocks
+ *   of 8 warps (3D);
  * - with two groups a thread, each thread also asks L2 for its groups 4
  *   planes ahead (prefetch.global.L2: no register, no wait), so that the
  *   loads two planes ahead find them there instead of in DRAM: 4 to 13%

@@ -49,8 +49,9 @@ template <typename T> struct heat_stencil_args {
 /* Whether every row of the field starts on a 16-byte boundary (both
  * buffers and both strides), so that groups of VX values from a column
  * that is a multiple of VX load and store as one vector: with rows padded
- * to 16 bytes (cuda_backend.cu, row_pitch) whatever nx is. A group that
- * reaches past nx takes the one-value path. */
+ * to 16 bytes (cuda_backend.cu, row_pitch) whatever nx is. In
+ * register_tiled a group that reaches past nx takes the one-value path;
+ * the fused passes: temporal.cuh, TB_PADDED. */
 template <typename T> __host__ __device__ inline bool hk_rows16(const heat_stencil_args<T> &a)
 {
     constexpr long long V = 16 / sizeof(T);
