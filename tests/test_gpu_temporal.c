@@ -63,25 +63,31 @@ static void test_temporal_every_face_combination(void **state)
  * take the loops that load whole groups inside the grid and single values
  * at its ends (k_temporal.cu); unpadded (HEAT_CUDA_ROWS=packed, the second
  * round), single values throughout. At k = 4 in 3D the last window of a row
- * of whole groups is narrow where what it stores fits (temporal.cuh): 148 x
- * 67 x 45 has rows of 2 float windows ending in a narrow one and of 3 full
- * double windows, 180 x 37 x 30 rows of 2 full float windows and of 4
+ * on 16-byte boundaries is narrow where what it stores fits (temporal.cuh):
+ * 148 x 67 x 45 has rows of 2 float windows ending in a narrow one and of 3
+ * full double windows, 180 x 37 x 30 rows of 2 full float windows and of 4
  * double windows ending in a narrow one, 130 x 67 x 45 rows of 3 double
- * windows ending in a narrow one (and odd float rows), 257 x 131 x 70 odd
- * rows in both. */
+ * windows ending in a narrow one and padded float rows of 2 windows ending
+ * in one, 257 x 131 x 70 padded rows of 3 float windows ending in a narrow
+ * one and of 5 full double windows. On padded rows the windows at the low x
+ * face take the selects, those at the high face the substitutions: the
+ * mixes put either face kind on either side. */
 static void test_temporal_awkward_sizes(void **state)
 {
     (void)state;
     const int64_t sizes[][3] = {{257, 131, 70}, {130, 67, 45},  {148, 67, 45}, {180, 37, 30},
                                 {40, 13, 300},  {1027, 515, 1}, {8, 1000, 1},  {1000, 3, 1},
                                 {3, 3, 3},      {5, 300, 4}};
-    const int mixes[][6] = {
-        {0, 0, 0, 0, 0, 0}, {2, 2, 2, 2, 2, 2}, {1, 1, 1, 1, 1, 1}, {0, 1, 2, 2, 1, 0}};
+    const int mixes[][6] = {{0, 0, 0, 0, 0, 0},
+                            {2, 2, 2, 2, 2, 2},
+                            {1, 1, 1, 1, 1, 1},
+                            {0, 1, 2, 2, 1, 0},
+                            {1, 0, 0, 1, 2, 2}};
     int failures = 0, cases = 0;
     for (int packed = 0; packed < 2; packed++) {
         if (packed) assert_int_equal(setenv("HEAT_CUDA_ROWS", "packed", 1), 0);
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-            for (int m = 0; m < 4; m++) {
+            for (size_t m = 0; m < sizeof mixes / sizeof mixes[0]; m++) {
                 if (packed && sizes[s][0] % 4 == 0) continue; /* the same layout */
                 failures += check_variants(sizes[s], mixes[m], 19, temporal, n_temporal);
                 cases += 2 * n_temporal;

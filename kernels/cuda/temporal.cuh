@@ -39,8 +39,9 @@ __device__ __forceinline__ tb_face tb_faces(int i, int n, const int b[2])
 
 /* What a segment's window meets, each a specialization of the loop, so that
  * the common one carries no face code: TB_INNER no x or p face; TB_XSEL an
- * x face where rows are 16-byte aligned (so it is the first or last value of
- * a thread: selects); TB_GENERAL a p face, or an x face on unaligned rows
+ * x face that is the first or last value of a thread (selects): either face
+ * where rows are whole groups, the low one where they are padded (3D); and
+ * TB_GENERAL a p face, or an x face inside a group or on unaligned rows
  * (substitutions value by value). w faces are the same in all three: fix-ups
  * of the plane's inputs and result in the iterations whose planes meet one. */
 enum { TB_INNER = 0, TB_XSEL = 1, TB_GENERAL = 2 };
@@ -187,28 +188,34 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
 {
     /* What window (wx, wy) meets: its kind, and its first x (per warp in 2D). */
     auto x0_of = [&](int wx, int warp) { return (D3 ? wx : wx * S::TY + warp) * S::SX - S::HX; };
-    auto xface = [&](int x0, int width) {
-        return (a.bx[0] != HK_PERIODIC && x0 <= 0) ||
-               (a.bx[1] != HK_PERIODIC && x0 + width >= a.nx);
-    };
-    auto wxface = [&](int wx) {
-        return xface(x0_of(wx, 0), D3 ? S::WX : S::TY * S::SX + 2 * S::HX);
-    };
+    auto xface_lo = [&](int x0) { return a.bx[0] != HK_PERIODIC && x0 <= 0; };
+    auto xface_hi = [&](int x0, int width) { return a.bx[1] != HK_PERIODIC && x0 + width >= a.nx; };
+    auto xface = [&](int x0, int width) { return xface_lo(x0) || xface_hi(x0, width); };
+    constexpr int WW = D3 ? S::WX : S::TY * S::SX + 2 * S::HX; /* a window's width */
+    auto wxlo = [&](int wx) { return xface_lo(x0_of(wx, 0)); };
+    auto wxhi = [&](int wx) { return xface_hi(x0_of(wx, 0), WW); };
     auto pface = [&](int wy) {
         const int y0 = wy * S::SY - K;
         return D3 && ((a.bp[0] != HK_PERIODIC && y0 <= 0) ||
                       (a.bp[1] != HK_PERIODIC && y0 + S::BY >= a.np));
     };
-    auto kind_of = [&](bool xf, bool pf) {
-        return pf || (xf && aligned != TB_ENDS) ? TB_GENERAL : (xf ? TB_XSEL : TB_INNER);
+    /* An x face is the first or last value of a thread (selects, TB_XSEL)
+     * where rows are whole groups (TB_ENDS); on padded rows (TB_PADDED, 3D)
+     * the low face still is (windows start on groups, and x = 0 starts
+     * one), while the high one lies inside the row's last group. */
+    const bool sel_lo = aligned == TB_ENDS || (D3 && aligned == TB_PADDED);
+    const bool sel_hi = aligned == TB_ENDS;
+    auto kind_of = [&](bool xl, bool xh, bool pf) {
+        return pf || (xh && !sel_hi) || (xl && !sel_lo) ? TB_GENERAL
+                                                        : (xl || xh ? TB_XSEL : TB_INNER);
     };
-    auto kind = [&](int wx, int wy) { return kind_of(wxface(wx), pface(wy)); };
+    auto kind = [&](int wx, int wy) { return kind_of(wxlo(wx), wxhi(wx), pface(wy)); };
     /* Whether the last window of a row is narrow (it then still reaches the
-     * face, if any, so its kind is the same). */
+     * face, if any, so its kind is the same). On padded rows too: its last
+     * group, half as wide, ends inside the padding that holds a whole one. */
     constexpr int SXN = S::VX % 2 == 0 ? S::WX / 2 - 2 * S::HX : 0;
     auto narrow = [&] {
-        return D3 && SXN > 0 && cw.narrow > 0 && aligned == TB_ENDS &&
-               a.nx - (gxw - 1) * S::SX <= SXN;
+        return D3 && SXN > 0 && cw.narrow > 0 && aligned != 0 && a.nx - (gxw - 1) * S::SX <= SXN;
     };
     /* (Selects rather than an index: an indexed parameter array would go
      * to local memory.) */
@@ -216,8 +223,9 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
         return (long long)(kd == TB_INNER ? cw.c[0] : kd == TB_XSEL ? cw.c[1] : cw.c[2]);
     };
     /* First window and plane, last window and end plane, whether the last
-     * window of a row is narrow. */
-    __shared__ int ends[5];
+     * window of a row is narrow, and the runs of face windows and rows
+     * below (xl, xh, ylo, yhi), from which the segments take their kinds. */
+    __shared__ int ends[9];
     if (threadIdx.x == 0 && threadIdx.y == 0) {
         const int nar = narrow();
         /* Units of a plane of window wx of a row whose kind is kd. A full
@@ -227,11 +235,11 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
         auto wcost = [&](int kd, int wx) {
             return cost(kd) * (nar && wx == gxw - 1 ? cw.narrow : full_w);
         };
-        /* Windows [0, xlo) and [xhi, gxw) of a row meet an x face, rows
-         * [0, ylo) and [yhi, gy) a p face (each a short run). */
-        int xlo = 0, xhi = gxw, ylo = 0, yhi = gy;
-        while (xlo < gxw && wxface(xlo)) xlo++;
-        while (xhi > xlo && wxface(xhi - 1)) xhi--;
+        /* Windows [0, xl) of a row meet the low x face, [xh, gxw) the high
+         * one; rows [0, ylo) and [yhi, gy) a p face (each a short run). */
+        int xl = 0, xh = gxw, ylo = 0, yhi = gy;
+        while (xl < gxw && wxlo(xl)) xl++;
+        while (xh > 0 && wxhi(xh - 1)) xh--;
         while (ylo < gy && pface(ylo)) ylo++;
         while (yhi > ylo && pface(yhi - 1)) yhi--;
         /* How many of the items [lo, hi) come before item i. */
@@ -239,15 +247,17 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
             const long long n = (i < hi ? i : hi) - lo;
             return n > 0 ? n : 0ll;
         };
-        const long long cg = cost(TB_GENERAL), ci = cost(TB_INNER), cx = cost(kind_of(true, false));
+        const long long cg = cost(TB_GENERAL), ci = cost(TB_INNER);
+        const long long cl = cost(kind_of(true, false, false)),
+                        ch = cost(kind_of(false, true, false));
         /* Units before window wx (<= gxw) of row wy: the full windows, then
-         * the narrow one. */
+         * the narrow one. A window that meets both x faces weighs as a high
+         * one (both kinds are TB_GENERAL where the low one is). */
         auto before_win = [&](long long wy, long long wx) {
             const long long full = wx < gxw - nar ? wx : gxw - nar;
             const bool pf = pface((int)wy);
-            const long long u =
-                pf ? cg * full
-                   : cx * (in(full, 0, xlo) + in(full, xhi, gxw)) + ci * in(full, xlo, xhi);
+            const long long nh = in(full, xh, gxw), nl = in(full, 0, xl < xh ? xl : xh);
+            const long long u = pf ? cg * full : ch * nh + cl * nl + ci * (full - nh - nl);
             return (full_w * u + (wx > full ? wcost(kind((int)gxw - 1, (int)wy), gxw - 1) : 0)) *
                    a.nw;
         };
@@ -289,6 +299,7 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
         const long long G = gridDim.x, b = blockIdx.x, per = total / G, extra = total % G;
         const long long u0 = b * per + (b < extra ? b : extra), u1 = u0 + per + (b < extra);
         ends[0] = ends[2] = 0, ends[1] = ends[3] = -1, ends[4] = nar;
+        ends[5] = xl, ends[6] = xh, ends[7] = ylo, ends[8] = yhi;
         if (u1 > u0) {
             locate(u0, ends[0], ends[1]);
             /* The last window is the one that holds the share's last unit;
@@ -307,7 +318,11 @@ __device__ __forceinline__ void tb_schedule(const heat_stencil_args<T> &a, int a
         const int w0 = win == ends[0] ? ends[1] : 0, w1 = win == ends[2] ? ends[3] : a.nw;
         if (w0 >= w1) continue;
         const int wx = win % gxw, wy = win / gxw;
-        const int kd = kind(wx, wy);
+        /* kind(wx, wy), from the runs */
+        const int kd = wy < ends[7] || wy >= ends[8] ? TB_GENERAL
+                       : wx >= ends[6]               ? kind_of(false, true, false)
+                       : wx < ends[5]                ? kind_of(true, false, false)
+                                                     : TB_INNER;
         const int x0 = x0_of(wx, (int)threadIdx.y), y0 = D3 ? wy * S::SY - K : 0;
         seg(kd, x0, y0, w0, w1, xface, ends[4] && wx == gxw - 1);
     }
