@@ -112,6 +112,23 @@ static void test_one_group_2d(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* The end of a row past its last whole 32-group warp (3D register_tiled):
+ * taken by the strip kernel where it is short (131: 3 columns in both
+ * precisions, on padded rows; 140: 12 columns, whole groups), by a partial
+ * tile where it is not or with HEAT_CUDA_STRIP=0. Every face combination. */
+static void test_strip(void **state)
+{
+    (void)state;
+    const int64_t sizes[][3] = {{131, 13, 7}, {140, 11, 6}};
+    int failures = 0, runs = 0;
+    for (int off = 0; off < 2; off++) {
+        if (off) assert_int_equal(setenv("HEAT_CUDA_STRIP", "0", 1), 0);
+        for (int s = 0; s < 2; s++) failures += every_face(sizes[s], NULL, &runs);
+    }
+    unsetenv("HEAT_CUDA_STRIP");
+    assert_int_equal(failures, 0);
+}
+
 /* A grid of more than 2^31 points: 64-bit offsets in every kernel. */
 static void test_more_than_2_31_points(void **state)
 {
@@ -265,6 +282,7 @@ int main(void)
     if (skip) return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_face_combination),
+        cmocka_unit_test(test_strip),
         cmocka_unit_test(test_awkward_sizes),
         cmocka_unit_test(test_packed_rows),
         cmocka_unit_test(test_one_group_2d),

@@ -9,18 +9,8 @@ __global__ void __launch_bounds__(256) naive_kernel(const heat_stencil_args<T> a
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
     unsigned long long m = 0;
     for (int w = blockIdx.z * blockDim.z + threadIdx.z; w - (int)threadIdx.z < a.nw;
-         w += gridDim.z * blockDim.z) {
-        if (hk_writes<T, D3>(a, i, j, w)) {
-            const long long row = (long long)w * a.sw + (long long)j * a.sp;
-            const long long plane = (long long)w * a.sw + i, col = (long long)j * a.sp + i;
-            const T pm = D3 ? a.u[plane + hk_map(j - 1, a.np, a.bp) * a.sp] : T(0);
-            const T pp = D3 ? a.u[plane + hk_map(j + 1, a.np, a.bp) * a.sp] : T(0);
-            hk_update<T, D3, RES>(a, i, j, w, a.u[row + i], a.u[row + hk_map(i - 1, a.nx, a.bx)],
-                                  a.u[row + hk_map(i + 1, a.nx, a.bx)], pm, pp,
-                                  a.u[col + hk_map(w - 1, a.nw, a.bw) * a.sw],
-                                  a.u[col + hk_map(w + 1, a.nw, a.bw) * a.sw], m);
-        }
-    }
+         w += gridDim.z * blockDim.z)
+        hk_update_at<T, D3, RES>(a, i, j, w, m);
     if (RES) hk_block_max(m, a.resid);
 }
 

@@ -229,9 +229,38 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
     if (RES) hk_block_max(m, a.resid);
 }
 
+/* The columns [x0, x0 + r) of every row, a thread a node: the end of the
+ * rows that the tiles leave (launch3). */
+template <typename T, bool D3, bool RES>
+__global__ void __launch_bounds__(256) strip_kernel(const heat_stencil_args<T> a, int x0, int r)
+{
+    const long long n = (long long)r * a.np * a.nw, step = (long long)gridDim.x * blockDim.x;
+    unsigned long long m = 0;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += step) {
+        const long long jw = q / r;
+        hk_update_at<T, D3, RES>(a, x0 + (int)(q % r), (int)(jw % a.np), (int)(jw / a.np), m);
+    }
+    if (RES) hk_block_max(m, a.resid);
+}
+
+template <typename T, bool D3>
+static cudaError_t launch_strip(const heat_stencil_args<T> &a, int x0, cudaStream_t stream)
+{
+    const int r = a.nx - x0;
+    const long long n = (long long)r * a.np * a.nw, blocks = (n + 255) / 256;
+    const unsigned g = (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
+    if (a.resid)
+        strip_kernel<T, D3, true><<<g, 256, 0, stream>>>(a, x0, r);
+    else
+        strip_kernel<T, D3, false><<<g, 256, 0, stream>>>(a, x0, r);
+    return cudaGetLastError();
+}
+
+/* The tiles over the columns [0, nxt) of every row (nxt <= nx: the strip
+ * kernel takes the rest). */
 template <typename T, bool D3, int VX, int BXT, int BP, int NC = 1,
           int MINB = 2048 / (BXT * BP) / 2, int PF = 0>
-static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
+static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream, int nxt)
 {
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
@@ -241,7 +270,7 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
         if (blocks_per_sm < 1) blocks_per_sm = 1;
     }
     constexpr int BX = NC * BXT * VX;
-    const long long tx = (a.nx + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
+    const long long tx = (nxt + BX - 1) / BX, ty = (a.np + BP - 1) / BP;
     heat_stencil_args<T> b = a;
     /* 3D: runs that fill the resident slots (heat_cuda_wchunk_fill). */
     b.wchunk = D3 ? heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm)
@@ -251,7 +280,8 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream)
         register_kernel<T, D3, true, VX, BXT, BP, MINB, NC, PF><<<grid, block, 0, stream>>>(b);
     else
         register_kernel<T, D3, false, VX, BXT, BP, MINB, NC, PF><<<grid, block, 0, stream>>>(b);
-    return cudaGetLastError();
+    const cudaError_t e = cudaGetLastError();
+    return e != cudaSuccess || nxt >= a.nx ? e : launch_strip<T, D3>(a, nxt, stream);
 }
 
 /* The 3D tile. Where rows are whole groups (VX > 1), by default "2x32x8":
@@ -291,31 +321,52 @@ static int tile_choice(void)
     return t;
 }
 
+/* The most columns at the end of a row that the strip kernel takes instead
+ * of a tile, where rows are groups (VX > 1): a quarter of a 32-group warp's
+ * width (32 floats, 16 doubles), or HEAT_CUDA_STRIP (0: none), for
+ * measurement. A tile that holds a few columns costs the time of a whole
+ * one: at 513^3 a fifth column of tiles for one column of nodes
+ * (docs/PERFORMANCE.md). */
+template <typename T, int VX> static int strip_max(void)
+{
+    static int s = -1;
+    if (s < 0) {
+        const char *e = getenv("HEAT_CUDA_STRIP");
+        s = e ? atoi(e) : 32 * VX / 4;
+        if (s < 0) s = 0;
+    }
+    return s;
+}
+
 template <typename T, int VX>
 static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
+    /* Columns the tiles take: a row's end of at most strip_max columns past
+     * its last whole 32-group warp goes to the strip kernel. */
+    const int gw = 32 * VX, rem = a.nx % gw;
+    const int nxt = VX > 1 && a.nx > gw && rem <= strip_max<T, VX>() ? a.nx - rem : a.nx;
     int t = tile_choice();
     if (t == TILE_DEFAULT) {
-        const int warps = (a.nx + 32 * VX - 1) / (32 * VX); /* 32-group warps a row */
+        const int warps = (nxt + gw - 1) / gw; /* 32-group warps a row */
         const bool one = warps % 2 == 1 && (sizeof(T) == 4 || warps <= 3);
         t = VX == 1 ? TILE_64X4 : one ? TILE_32X8 : TILE_2X32X8;
     }
     switch (t) {
     case TILE_2X32X8:
-        return launch<T, true, VX, 32, 8, 2, 2, 4>(a, stream);
+        return launch<T, true, VX, 32, 8, 2, 2, 4>(a, stream, nxt);
     case TILE_2X32X8NP:
-        return launch<T, true, VX, 32, 8, 2, 2>(a, stream);
+        return launch<T, true, VX, 32, 8, 2, 2>(a, stream, nxt);
     case TILE_32X8:
-        return launch<T, true, VX, 32, 8>(a, stream);
+        return launch<T, true, VX, 32, 8>(a, stream, nxt);
     case TILE_32X16:
-        return launch<T, true, VX, 32, 16>(a, stream);
+        return launch<T, true, VX, 32, 16>(a, stream, nxt);
     case TILE_64X8:
-        return launch<T, true, VX, 64, 8>(a, stream);
+        return launch<T, true, VX, 64, 8>(a, stream, nxt);
     case TILE_128X4:
-        return launch<T, true, VX, 128, 4>(a, stream);
+        return launch<T, true, VX, 128, 4>(a, stream, nxt);
     case TILE_64X4:
     default:
-        return launch<T, true, VX, 64, 4>(a, stream);
+        return launch<T, true, VX, 64, 4>(a, stream, nxt);
     }
 }
 
@@ -325,15 +376,15 @@ cudaError_t heat_cuda_launch_register(const heat_stencil_args<T> &a, bool d3, cu
     constexpr int V = 16 / sizeof(T);
     const bool vec = hk_rows16(a);
     if (d3) return vec ? launch3<T, V>(a, stream) : launch3<T, 1>(a, stream);
-    if (!vec) return launch<T, false, 1, 128, 1>(a, stream);
+    if (!vec) return launch<T, false, 1, 128, 1>(a, stream, a.nx);
     /* 2D, rows of groups: tiles of 128 threads, two groups a thread, each
      * thread's groups asked into L2 4 rows ahead: 1 to 10% faster than one
      * group a thread on the H200 (without the requests no faster), at odd
      * counts of one-group tiles a row too. HEAT_CUDA_TILE2D=1x128 takes one
      * group, for measurement. */
     const char *e = getenv("HEAT_CUDA_TILE2D");
-    if (e && !strcmp(e, "1x128")) return launch<T, false, V, 128, 1>(a, stream);
-    return launch<T, false, V, 128, 1, 2, 4, 4>(a, stream);
+    if (e && !strcmp(e, "1x128")) return launch<T, false, V, 128, 1>(a, stream, a.nx);
+    return launch<T, false, V, 128, 1, 2, 4, 4>(a, stream, a.nx);
 }
 
 template cudaError_t heat_cuda_launch_register<float>(const heat_stencil_args<float> &, bool,

@@ -157,6 +157,24 @@ __device__ __forceinline__ void hk_update(const heat_stencil_args<T> &a, int i, 
     }
 }
 
+/* The update of node (i, j, w) with every neighbour read from memory: the
+ * naive kernel's point, and the strip's (k_register.cu). Nothing where the
+ * node is outside the grid or held. */
+template <typename T, bool D3, bool RES>
+__device__ __forceinline__ void hk_update_at(const heat_stencil_args<T> &a, int i, int j, int w,
+                                             unsigned long long &m)
+{
+    if (!hk_writes<T, D3>(a, i, j, w)) return;
+    const long long row = (long long)w * a.sw + (long long)j * a.sp;
+    const long long plane = (long long)w * a.sw + i, col = (long long)j * a.sp + i;
+    const T pm = D3 ? a.u[plane + hk_map(j - 1, a.np, a.bp) * a.sp] : T(0);
+    const T pp = D3 ? a.u[plane + hk_map(j + 1, a.np, a.bp) * a.sp] : T(0);
+    hk_update<T, D3, RES>(a, i, j, w, a.u[row + i], a.u[row + hk_map(i - 1, a.nx, a.bx)],
+                          a.u[row + hk_map(i + 1, a.nx, a.bx)], pm, pp,
+                          a.u[col + hk_map(w - 1, a.nw, a.bw) * a.sw],
+                          a.u[col + hk_map(w + 1, a.nw, a.bw) * a.sw], m);
+}
+
 /* The max of `m` over the lanes of a warp, in every lane. Every lane of the
  * warp must call it. */
 __device__ __forceinline__ unsigned long long hk_warp_reduce_max(unsigned long long m)
