@@ -113,9 +113,10 @@ static void test_one_group_2d(void **state)
 }
 
 /* The end of a row past its last whole 32-group warp (3D register_tiled):
- * taken by the strip kernel where it is short (131: 3 columns in both
- * precisions, on padded rows; 140: 12 columns, whole groups), by a partial
- * tile where it is not or with HEAT_CUDA_STRIP=0. Every face combination. */
+ * taken by the strip kernel where it is at most 4 groups (131: 3 columns in
+ * both precisions, on padded rows; 140: 12 columns of whole groups, in
+ * float), by a partial tile where it is longer (140 in double) or with
+ * HEAT_CUDA_STRIP=0. Every face combination. */
 static void test_strip(void **state)
 {
     (void)state;

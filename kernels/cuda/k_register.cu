@@ -229,17 +229,16 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
     if (RES) hk_block_max(m, a.resid);
 }
 
-/* The columns [x0, x0 + r) of every row, a thread a node: the end of the
- * rows that the tiles leave (launch3). */
+/* The columns [x0, x0 + r) of every row, a thread a node of a plane
+ * (32-bit indices: launch3 keeps r np below 2^31), a run of planes a block
+ * row: the end of the rows that the tiles leave (launch3). */
 template <typename T, bool D3, bool RES>
 __global__ void __launch_bounds__(256) strip_kernel(const heat_stencil_args<T> a, int x0, int r)
 {
-    const long long n = (long long)r * a.np * a.nw, step = (long long)gridDim.x * blockDim.x;
+    const int q = (int)(blockIdx.x * blockDim.x + threadIdx.x), i = x0 + q % r, j = q / r;
     unsigned long long m = 0;
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += step) {
-        const long long jw = q / r;
-        hk_update_at<T, D3, RES>(a, x0 + (int)(q % r), (int)(jw % a.np), (int)(jw / a.np), m);
-    }
+    for (int w = (int)blockIdx.y; w < a.nw; w += (int)gridDim.y)
+        hk_update_at<T, D3, RES>(a, i, j, w, m); /* j >= np: nothing */
     if (RES) hk_block_max(m, a.resid);
 }
 
@@ -247,12 +246,12 @@ template <typename T, bool D3>
 static cudaError_t launch_strip(const heat_stencil_args<T> &a, int x0, cudaStream_t stream)
 {
     const int r = a.nx - x0;
-    const long long n = (long long)r * a.np * a.nw, blocks = (n + 255) / 256;
-    const unsigned g = (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
+    const dim3 grid((unsigned)(((long long)r * a.np + 255) / 256),
+                    (unsigned)(a.nw < 65535 ? a.nw : 65535));
     if (a.resid)
-        strip_kernel<T, D3, true><<<g, 256, 0, stream>>>(a, x0, r);
+        strip_kernel<T, D3, true><<<grid, 256, 0, stream>>>(a, x0, r);
     else
-        strip_kernel<T, D3, false><<<g, 256, 0, stream>>>(a, x0, r);
+        strip_kernel<T, D3, false><<<grid, 256, 0, stream>>>(a, x0, r);
     return cudaGetLastError();
 }
 
@@ -322,17 +321,16 @@ static int tile_choice(void)
 }
 
 /* The most columns at the end of a row that the strip kernel takes instead
- * of a tile, where rows are groups (VX > 1): a quarter of a 32-group warp's
- * width (32 floats, 16 doubles), or HEAT_CUDA_STRIP (0: none), for
- * measurement. A tile that holds a few columns costs the time of a whole
- * one: at 513^3 a fifth column of tiles for one column of nodes
- * (docs/PERFORMANCE.md). */
+ * of a tile, where rows are groups (VX > 1): 4 groups, 64 bytes (16 floats,
+ * 8 doubles), or HEAT_CUDA_STRIP (0: none), for measurement. A tile that
+ * holds a few columns costs the time of a whole one: at 513^3 a fifth
+ * column of tiles for one column of nodes (docs/PERFORMANCE.md). */
 template <typename T, int VX> static int strip_max(void)
 {
     static int s = -1;
     if (s < 0) {
         const char *e = getenv("HEAT_CUDA_STRIP");
-        s = e ? atoi(e) : 32 * VX / 4;
+        s = e && *e ? atoi(e) : 4 * VX;
         if (s < 0) s = 0;
     }
     return s;
@@ -344,7 +342,9 @@ static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
     /* Columns the tiles take: a row's end of at most strip_max columns past
      * its last whole 32-group warp goes to the strip kernel. */
     const int gw = 32 * VX, rem = a.nx % gw;
-    const int nxt = VX > 1 && a.nx > gw && rem <= strip_max<T, VX>() ? a.nx - rem : a.nx;
+    const bool strip = VX > 1 && a.nx > gw && rem <= strip_max<T, VX>() &&
+                       (long long)rem * a.np < (1ll << 31) - 256;
+    const int nxt = strip ? a.nx - rem : a.nx;
     int t = tile_choice();
     if (t == TILE_DEFAULT) {
         const int warps = (nxt + gw - 1) / gw; /* 32-group warps a row */
