@@ -30,6 +30,9 @@
  * - the halo of a tile (two rows of groups and two columns) is loaded by the
  *   first 2 NC BXT + 2 BP threads, one value or group each, alongside their
  *   own;
+ * - in 3D, where a row ends at most 4 groups past its last whole warp, the
+ *   tiles take the whole warps and a strip kernel the rest (strip_max): a
+ *   tile of a few columns costs a whole tile's time;
  * - runs of planes sized so that the blocks fill the resident slots over
  *   whole waves (heat_cuda_wchunk_fill in 3D: 13 to 19% faster than one run
  *   per tile at 384^3 and 640 x 480 x 400): the w halo costs 2 planes per

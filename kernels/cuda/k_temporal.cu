@@ -52,9 +52,10 @@
  * whatever was loaded and are never read by a node of the grid. Face code
  * costs instructions on every point it is compiled into, so each segment
  * runs one of three specializations of the plane loop (TB_INNER: no x or p
- * face, the bare update; TB_XSEL: an x face on 16-byte aligned rows, which is
- * the first or last value of a thread: selects; TB_GENERAL: a p face or an
- * unaligned x face: substitutions in the rows on them), and the iterations
+ * face, the bare update; TB_XSEL: an x face that is the first or last value
+ * of a thread (either face of rows of whole groups, the low face of padded
+ * rows): selects; TB_GENERAL: a p face or an x face inside a group or on
+ * unaligned rows: substitutions in the rows on them), and the iterations
  * whose planes meet a w face (2 K per segment at most) take a version of the
  * iteration with the fix-ups: the plane beyond a Neumann face overwritten by
  * the mirrored plane plus 2 h g, a Dirichlet plane's result by its centre.
