@@ -328,15 +328,12 @@ static int tile_choice(void)
  * 8 doubles), or HEAT_CUDA_STRIP (0: none), for measurement. A tile that
  * holds a few columns costs the time of a whole one: at 513^3 a fifth
  * column of tiles for one column of nodes (docs/PERFORMANCE.md). */
-template <typename T, int VX> static int strip_max(void)
+static int strip_max(int vx)
 {
-    static int s = -1;
-    if (s < 0) {
-        const char *e = getenv("HEAT_CUDA_STRIP");
-        s = e && *e ? atoi(e) : 4 * VX;
-        if (s < 0) s = 0;
-    }
-    return s;
+    /* read at every launch, so that a test can set it between runs */
+    const char *e = getenv("HEAT_CUDA_STRIP");
+    const int s = e && *e ? atoi(e) : 4 * vx;
+    return s > 0 ? s : 0;
 }
 
 template <typename T, int VX>
@@ -345,8 +342,8 @@ static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
     /* Columns the tiles take: a row's end of at most strip_max columns past
      * its last whole 32-group warp goes to the strip kernel. */
     const int gw = 32 * VX, rem = a.nx % gw;
-    const bool strip = VX > 1 && a.nx > gw && rem <= strip_max<T, VX>() &&
-                       (long long)rem * a.np < (1ll << 31) - 256;
+    const bool strip =
+        VX > 1 && a.nx > gw && rem <= strip_max(VX) && (long long)rem * a.np < (1ll << 31) - 256;
     const int nxt = strip ? a.nx - rem : a.nx;
     int t = tile_choice();
     if (t == TILE_DEFAULT) {
