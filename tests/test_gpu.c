@@ -30,10 +30,12 @@
 #include "heat_case.h"
 #include "test_util.h"
 
-/* Every per-face combination, 50 steps of every kernel: the 125 of a 3D
- * grid `s3` and the 25 of a 2D grid `s2` (either may be NULL); returns the
- * failures and counts the runs. */
-static int every_face(const int64_t *s3, const int64_t *s2, int *runs)
+#define REGISTER_ONLY (1u << HEAT_KERNEL_REGISTER_TILED)
+
+/* Every per-face combination, 50 steps of every kernel in `kmask`
+ * (check_all): the 125 of a 3D grid `s3` and the 25 of a 2D grid `s2`
+ * (either may be NULL); returns the failures and counts the runs. */
+static int every_face(const int64_t *s3, const int64_t *s2, unsigned kmask, int *runs)
 {
     int failures = 0;
     for (int a = 0; a < 5; a++)
@@ -41,13 +43,13 @@ static int every_face(const int64_t *s3, const int64_t *s2, int *runs)
             for (int z = 0; s3 && z < 5; z++) {
                 const int t[6] = {axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0],
                                   axis_kinds[b][1], axis_kinds[z][0], axis_kinds[z][1]};
-                failures += check_all(s3, t, 50, ALL_KERNELS);
+                failures += check_all(s3, t, 50, kmask);
                 (*runs)++;
             }
             const int t2[6] = {
                 axis_kinds[a][0], axis_kinds[a][1], axis_kinds[b][0], axis_kinds[b][1], 0, 0};
             if (s2) {
-                failures += check_all(s2, t2, 50, ALL_KERNELS);
+                failures += check_all(s2, t2, 50, kmask);
                 (*runs)++;
             }
         }
@@ -64,7 +66,7 @@ static void test_every_face_combination(void **state)
     const int64_t sizes3[][3] = {{33, 17, 9}, {36, 11, 7}, {136, 19, 10}};
     const int64_t sizes2[][3] = {{37, 23, 1}, {40, 21, 1}, {516, 9, 1}};
     int failures = 0, runs = 0;
-    for (int s = 0; s < 3; s++) failures += every_face(sizes3[s], sizes2[s], &runs);
+    for (int s = 0; s < 3; s++) failures += every_face(sizes3[s], sizes2[s], ALL_KERNELS, &runs);
     print_message("%d face combinations x 4 kernels x 2 precisions, %d failures\n", runs, failures);
     assert_int_equal(failures, 0);
 }
@@ -91,7 +93,7 @@ static void test_packed_rows(void **state)
     (void)state;
     const int64_t size3[3] = {33, 17, 9}, size2[3] = {37, 23, 1}, big[3] = {257, 131, 67};
     assert_int_equal(setenv("HEAT_CUDA_ROWS", "packed", 1), 0);
-    int runs = 0, failures = every_face(size3, size2, &runs);
+    int runs = 0, failures = every_face(size3, size2, ALL_KERNELS, &runs);
     const int mix[6] = {0, 1, 2, 2, 1, 0};
     failures += check_all(big, mix, 50, ALL_KERNELS);
     unsetenv("HEAT_CUDA_ROWS");
@@ -100,14 +102,15 @@ static void test_packed_rows(void **state)
 
 /* 2D register_tiled with one group a thread (HEAT_CUDA_TILE2D=1x128, kept
  * for measurement; the default takes two): every face combination on rows
- * of one tile and of several, whole and padded. */
+ * of one tile and of several, whole and padded. The switch reaches
+ * register_tiled only, so only it runs. */
 static void test_one_group_2d(void **state)
 {
     (void)state;
     const int64_t sizes[][3] = {{40, 21, 1}, {1027, 9, 1}, {1032, 7, 1}};
     assert_int_equal(setenv("HEAT_CUDA_TILE2D", "1x128", 1), 0);
     int failures = 0, runs = 0;
-    for (int s = 0; s < 3; s++) failures += every_face(NULL, sizes[s], &runs);
+    for (int s = 0; s < 3; s++) failures += every_face(NULL, sizes[s], REGISTER_ONLY, &runs);
     unsetenv("HEAT_CUDA_TILE2D");
     assert_int_equal(failures, 0);
 }
@@ -116,7 +119,8 @@ static void test_one_group_2d(void **state)
  * taken by the strip kernel where it is at most 4 groups (131: 3 columns in
  * both precisions, on padded rows; 140: 12 columns of whole groups, in
  * float), by a partial tile where it is longer (140 in double) or with
- * HEAT_CUDA_STRIP=0. Every face combination. */
+ * HEAT_CUDA_STRIP=0. Every face combination, register_tiled only (the
+ * other kernels have no strip). */
 static void test_strip(void **state)
 {
     (void)state;
@@ -124,7 +128,7 @@ static void test_strip(void **state)
     int failures = 0, runs = 0;
     for (int off = 0; off < 2; off++) {
         if (off) assert_int_equal(setenv("HEAT_CUDA_STRIP", "0", 1), 0);
-        for (int s = 0; s < 2; s++) failures += every_face(sizes[s], NULL, &runs);
+        for (int s = 0; s < 2; s++) failures += every_face(sizes[s], NULL, REGISTER_ONLY, &runs);
     }
     unsetenv("HEAT_CUDA_STRIP");
     assert_int_equal(failures, 0);
