@@ -322,17 +322,20 @@ static void test_temporal_every_face_kind(void **state)
  * HEAT_CUDA_GR_OFF64) and gregister_kernel (HEAT_CUDA_GR_KERNEL=plain),
  * every face kind, float and double, on grids whose tiles take one run of
  * planes and several (70 planes), with tiles and warps that end inside the
- * grid's rows and columns and beyond them, and rows of single values (odd
- * x: rows padded to 16 bytes by the backend, and unpadded with
- * HEAT_CUDA_ROWS=packed). */
+ * grid's rows and columns and beyond them. Odd x (33, 67: 1 and 3 floats,
+ * 1 double past the last whole group): the backend pads rows to 16 bytes,
+ * and the warp-tile kernel takes the whole groups, the strip the rest, its
+ * tiles ending at and before the last whole group; with HEAT_CUDA_STRIP=0
+ * single values on those rows, and unpadded with HEAT_CUDA_ROWS=packed. */
 static void test_3d_kernels(void **state)
 {
     (void)state;
-    const int64_t sizes[][3] = {{36, 11, 9}, {33, 17, 70}, {260, 9, 70}, {68, 13, 40}};
+    const int64_t sizes[][3] = {{36, 11, 9}, {33, 17, 70}, {260, 9, 70}, {68, 13, 40}, {67, 13, 9}};
     const variant v[] = {{"register_tiled", 1}};
     static const char *const how[][2] = {{"HEAT_CUDA_GR_KERNEL", "warp"},
                                          {"HEAT_CUDA_GR_OFF64", "1"},
                                          {"HEAT_CUDA_GR_KERNEL", "plain"},
+                                         {"HEAT_CUDA_STRIP", "0"},
                                          {"HEAT_CUDA_ROWS", "packed"}};
     int failures = 0;
     for (int h = 0; h < COUNT(how); h++) {

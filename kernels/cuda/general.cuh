@@ -191,6 +191,24 @@ __device__ __forceinline__ T hg_simple_point(const heat_general_args<T> &a, int 
                            dpp, D3 ? mat(opm) : 0, D3 ? mat(opp) : 0, dwm, dwp, mat(owm), mat(owp));
 }
 
+/* hg_simple_point's update of node (i, j, w) into out, the residual folded
+ * into m; nothing where the sweep does not write the node (hk_writes): the
+ * point of gsimple_kernel and of the strip (hk_strip_kernel, stencil.cuh),
+ * beside the uniform update's hk_update_at. */
+template <typename T, bool D3, bool RES>
+__device__ __forceinline__ void hk_update_at(const heat_general_args<T> &a, int i, int j, int w,
+                                             unsigned long long &m)
+{
+    if (!hk_writes<T, D3>(a, i, j, w)) return;
+    T c;
+    const T v = hg_simple_point<T, D3>(a, i, j, w, c);
+    a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
+    if (RES) {
+        const unsigned long long d = hk_diff_bits(v, c);
+        m = d > m ? d : m;
+    }
+}
+
 /* Launchers (k_gsimple.cu, k_gregister.cu, k_gtemporal_*.cu), float and
  * double: one sweep (or k fused steps) u -> out on `stream`, returning the
  * launch's status. gsimple serves the naive, tiled and sliced kernels;

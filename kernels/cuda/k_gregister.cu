@@ -512,7 +512,8 @@ __device__ __forceinline__ unsigned gw_byte(unsigned v, int e)
  * where the shared-plane kernels held 16 or 24 and a barrier per plane
  * (docs/PERFORMANCE.md, "The warp-tile kernel"). */
 template <typename T, bool RES, int VX, int LX, int WBX, int WBY, int MINB, bool I32, bool XF>
-__global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_general_args<T> a)
+__global__ void __launch_bounds__(32 * WBX * WBY, MINB)
+    gwarp_kernel(const heat_general_args<T> a, int xend)
 {
     /* Offsets into the field: 32-bit where it has fewer than 2^31 nodes
      * (four registers fewer). */
@@ -556,17 +557,22 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
     const int ig = ((blockIdx.x * WBX + wid % WBX) * LX + lx) * VX;
     const int j = (blockIdx.y * WBY + wid / WBX) * LY + ly;
     const bool top = ly == 0, bot = ly == LY - 1;
-    /* A lane beyond the grid's last column (whole groups there: VX > 1 only
-     * where nx % VX == 0) loads the last group instead, and as its edge
-     * value the node at ig mapped through the face, which becomes its first
-     * value: where ig == nx that is the ghost its left neighbour's shuffle
-     * takes. The lanes of columns 0 and LX - 1 load the value left or right
-     * of their row. */
-    const bool beyond = ig >= a.nx, sl = lx == 0 && !beyond, sr = lx == LX - 1 && !beyond;
+    /* The kernel takes the columns [0, xend): xend = nx, or the whole groups
+     * of a row that does not end on one (the strip takes the rest; VX > 1,
+     * rows on 16-byte boundaries), so its groups lie inside the grid. A
+     * lane beyond xend loads the last group instead, and as its edge value
+     * the node at ig mapped through the face, which becomes its first value:
+     * where ig == xend that is the right neighbour its left neighbour's
+     * shuffle takes (the ghost where xend == nx). The lanes of columns 0 and
+     * LX - 1 load the value left or right of their row. (min(xend, nx),
+     * the same as xend, gives ptxas a form with which it allocates the
+     * double kernels without the spills that xend alone brought.) */
+    const bool beyond = ig >= min(xend, a.nx), sl = lx == 0 && !beyond,
+               sr = lx == LX - 1 && !beyond;
     const bool edge_row = top || bot, edge_col = sl || sr || beyond;
     /* The group's offset in a plane, the edge row's (rows 0 and LY - 1) and
      * the edge value's, mapped through the faces. */
-    const int gx = beyond ? a.nx - VX : ig;
+    const int gx = beyond ? xend - VX : ig;
     const O sp = (O)a.sp, sw = (O)a.sw, rowoff = (O)hk_map(j, a.np, a.bp) * sp;
     const O gofs = rowoff + gx;
     const O hofs = (O)hk_map(top ? j - 1 : j + 1, a.np, a.bp) * sp + gx;
@@ -579,11 +585,12 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
     };
     auto plane = [&](int w) { return (O)hk_map(w, a.nw, a.bw) * sw; };
 
-    /* The nodes written: not the rows on a mirrored p face (gfaces_kernel's).
-     * Groups start at multiples of VX and the grid's rows hold whole groups,
-     * so a mirrored x face meets a group's first node (lo) or last (hi):
-     * bit 0 and bit 4 + VX - 1 of the flags. */
-    unsigned fl = hgr_flags<T, true, VX>(a, ig, j, !beyond);
+    /* The nodes written: not the rows on a mirrored p face (gfaces_kernel's),
+     * none of a lane beyond xend (flags as for a lane at nx). Groups start
+     * at multiples of VX and end by xend, so a mirrored x face meets a
+     * group's first node (lo) or, where xend == nx, last (hi): bit 0 and
+     * bit 4 + VX - 1 of the flags. */
+    unsigned fl = hgr_flags<T, true, VX>(a, beyond ? a.nx : ig, j, !beyond);
     if (fl & 0x300u) fl &= ~(1u << 17);
     asm volatile("" : "+r"(fl));
     __syncthreads(); /* the staged tables */
@@ -714,20 +721,21 @@ __global__ void __launch_bounds__(32 * WBX * WBY, MINB) gwarp_kernel(const heat_
     if (RES) hk_block_max(m, a.resid);
 }
 
-/* Launches one instantiation (plain, or with the residual): the tile, the
- * runs of planes per block (3D: runs that fill the resident slots,
- * heat_cuda_wchunk_fill; 2D: about one wave, heat_cuda_wchunk), `sh` bytes
- * of staged tables. The occupancy is asked again when the kernel or the
+/* Launches one instantiation (plain, or with the residual) over the columns
+ * [0, xend): the tile, the runs of planes per block (3D: runs that fill the
+ * resident slots, heat_cuda_wchunk_fill; 2D: about one wave,
+ * heat_cuda_wchunk), `sh` bytes of staged tables, the kernel's arguments
+ * after the first (x). The occupancy is asked again when the kernel or the
  * stage's size changes. */
-template <typename T, bool D3>
+template <typename T, bool D3, typename... X>
 static cudaError_t hgr_launch_tile(const heat_general_args<T> &a, size_t sh,
-                                   void (*plain)(const heat_general_args<T>),
-                                   void (*res)(const heat_general_args<T>), dim3 block, int bx,
-                                   int bp, cudaStream_t stream)
+                                   void (*plain)(const heat_general_args<T>, X...),
+                                   void (*res)(const heat_general_args<T>, X...), dim3 block,
+                                   int bx, int bp, int xend, cudaStream_t stream, X... x)
 {
     static int blocks_per_sm = 0;
     static size_t asked = 0;
-    static void (*of)(const heat_general_args<T>) = nullptr;
+    static void (*of)(const heat_general_args<T>, X...) = nullptr;
     if (!blocks_per_sm || asked != sh || of != plain) {
         cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &blocks_per_sm, plain, (int)(block.x * block.y * block.z), sh);
@@ -736,12 +744,12 @@ static cudaError_t hgr_launch_tile(const heat_general_args<T> &a, size_t sh,
         asked = sh;
         of = plain;
     }
-    const long long tx = (a.nx + bx - 1) / bx, ty = (a.np + bp - 1) / bp;
+    const long long tx = (xend + bx - 1) / bx, ty = (a.np + bp - 1) / bp;
     heat_general_args<T> b = a;
     b.wchunk = D3 ? heat_cuda_wchunk_fill(tx * ty, a.nw, blocks_per_sm)
                   : heat_cuda_wchunk(tx * ty, a.nw, blocks_per_sm);
     const dim3 grid((unsigned)tx, (unsigned)ty, (a.nw + b.wchunk - 1) / b.wchunk);
-    (a.resid ? res : plain)<<<grid, block, sh, stream>>>(b);
+    (a.resid ? res : plain)<<<grid, block, sh, stream>>>(b, x...);
     return cudaGetLastError();
 }
 
@@ -751,22 +759,26 @@ static cudaError_t hgr_launch(const heat_general_args<T> &a, size_t sh,
                               void (*plain)(const heat_general_args<T>),
                               void (*res)(const heat_general_args<T>), cudaStream_t stream)
 {
-    return hgr_launch_tile<T, D3>(a, sh, plain, res, dim3(BXT, BP), BXT * VX, BP, stream);
+    return hgr_launch_tile<T, D3>(a, sh, plain, res, dim3(BXT, BP), BXT * VX, BP, a.nx, stream);
 }
 
-/* Launches the warp-tile kernel: blocks of WBX x WBY warps, a tile of
- * WBX LX VX columns by WBY (32 / LX) rows, runs of planes that fill the
- * resident blocks. Its tables are static shared memory. */
+/* Launches the warp-tile kernel over the columns [0, xend): blocks of
+ * WBX x WBY warps, a tile of WBX LX VX columns by WBY (32 / LX) rows, runs
+ * of planes that fill the resident blocks. Its tables are static shared
+ * memory. */
 template <typename T, int VX, int LX, int WBX, int WBY, int MINB, bool I32, bool XF>
-static cudaError_t gwarp_launch_one(const heat_general_args<T> &a, cudaStream_t stream)
+static cudaError_t gwarp_launch_one(const heat_general_args<T> &a, int xend, cudaStream_t stream)
 {
     return hgr_launch_tile<T, true>(a, 0, gwarp_kernel<T, false, VX, LX, WBX, WBY, MINB, I32, XF>,
                                     gwarp_kernel<T, true, VX, LX, WBX, WBY, MINB, I32, XF>,
-                                    dim3(32 * WBX * WBY), WBX * LX * VX, WBY * (32 / LX), stream);
+                                    dim3(32 * WBX * WBY), WBX * LX * VX, WBY * (32 / LX), xend,
+                                    stream, xend);
 }
 
+/* The warp-tile kernel over [0, xend), the strip kernel over the rest of
+ * each row, then the nodes on mirrored p and w faces. */
 template <typename T, int VX, int LX, int WBX, int WBY, int MINB>
-static cudaError_t gwarp_launch(const heat_general_args<T> &a, cudaStream_t stream)
+static cudaError_t gwarp_launch(const heat_general_args<T> &a, int xend, cudaStream_t stream)
 {
     /* 32-bit offsets where every plane offset the kernel forms, up to
      * nw + 1 planes, stays below 2^31; the x faces' ghosts compiled in only
@@ -774,11 +786,12 @@ static cudaError_t gwarp_launch(const heat_general_args<T> &a, cudaStream_t stre
     const char *wide = getenv("HEAT_CUDA_GR_OFF64"); /* the 64-bit path, for the tests */
     const bool i32 = (long long)(a.nw + 2) * a.sw < (1ll << 31) && !(wide && atoi(wide));
     const bool xf = a.bx[0] == HK_NEUMANN || a.bx[1] == HK_NEUMANN;
-    const cudaError_t e =
-        i32 ? (xf ? gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, true, true>(a, stream)
-                  : gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, true, false>(a, stream))
-            : (xf ? gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, false, true>(a, stream)
-                  : gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, false, false>(a, stream));
+    cudaError_t e =
+        i32 ? (xf ? gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, true, true>(a, xend, stream)
+                  : gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, true, false>(a, xend, stream))
+            : (xf ? gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, false, true>(a, xend, stream)
+                  : gwarp_launch_one<T, VX, LX, WBX, WBY, MINB, false, false>(a, xend, stream));
+    if (e == cudaSuccess && xend < a.nx) e = hk_launch_strip<T, true>(a, xend, stream);
     constexpr unsigned pw = 1u << HG_FPLO | 1u << HG_FPHI | 1u << HG_FWLO | 1u << HG_FWHI;
     return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, pw, stream);
 }
@@ -806,12 +819,12 @@ static bool gr_plain(void)
  * floats or 32 doubles by 16 rows); single values in warps of 16 x 2 lanes,
  * 2 x 4 warps (32 x 8). 4 blocks of 256 threads a multiprocessor. */
 template <typename T, int VX>
-static cudaError_t gwarp_dims(const heat_general_args<T> &a, cudaStream_t stream)
+static cudaError_t gwarp_dims(const heat_general_args<T> &a, int xend, cudaStream_t stream)
 {
     if constexpr (VX > 1)
-        return gwarp_launch<T, VX, 16, 1, 8, 4>(a, stream);
+        return gwarp_launch<T, VX, 16, 1, 8, 4>(a, xend, stream);
     else
-        return gwarp_launch<T, VX, 16, 2, 4, 4>(a, stream);
+        return gwarp_launch<T, VX, 16, 2, 4, 4>(a, xend, stream);
 }
 
 /* 3D with the weights staged: the warp-tile kernel (above). Otherwise
@@ -824,7 +837,7 @@ static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStre
 {
     if (d3) {
         if constexpr (WSH)
-            if (!gr_plain()) return gwarp_dims<T, VX>(a, stream);
+            if (!gr_plain()) return gwarp_dims<T, VX>(a, a.nx, stream);
         return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
     }
     return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
@@ -835,6 +848,15 @@ cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, c
 {
     constexpr int V = 16 / sizeof(T);
     const bool vec = a.nx % V == 0;
+    /* 3D, staged weights, rows that start on 16-byte boundaries but do not
+     * end on a whole group (the one-GPU backend pads rows of odd nx): the
+     * warp-tile kernel on groups up to the row's last whole group, the strip
+     * the 1 to V - 1 columns left, instead of single values over the whole
+     * row (HEAT_CUDA_STRIP=0 keeps those, for measurement). */
+    const int rem = a.nx % V;
+    if (d3 && a.w_shared && !gr_plain() && rem && a.nx > V && hk_rows16(a) &&
+        (uintptr_t)a.cls % V == 0 && rem <= hk_strip_max(V) && hk_strip_fits(a, a.nx - rem))
+        return gwarp_dims<T, V>(a, a.nx - rem, stream);
     if (a.w_shared)
         return vec ? glaunch_dims<T, V, true>(a, d3, stream)
                    : glaunch_dims<T, 1, true>(a, d3, stream);

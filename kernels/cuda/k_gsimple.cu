@@ -12,16 +12,8 @@ __global__ void __launch_bounds__(256) gsimple_kernel(const heat_general_args<T>
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
     unsigned long long m = 0;
     for (int w = blockIdx.z * blockDim.z + threadIdx.z; w - (int)threadIdx.z < a.nw;
-         w += gridDim.z * blockDim.z) {
-        if (!hk_writes<T, D3>(a, i, j, w)) continue;
-        T c;
-        const T v = hg_simple_point<T, D3>(a, i, j, w, c);
-        a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
-        if (RES) {
-            const unsigned long long d = hk_diff_bits(v, c);
-            m = d > m ? d : m;
-        }
-    }
+         w += gridDim.z * blockDim.z)
+        hk_update_at<T, D3, RES>(a, i, j, w, m);
     if (RES) hk_block_max(m, a.resid);
 }
 
@@ -52,12 +44,7 @@ __global__ void __launch_bounds__(256) gfaces_kernel(const heat_general_args<T> 
         if (ix[g / 2] == (g % 2 ? n[g / 2] - 1 : 0)) mine = false;
     }
     unsigned long long m = 0;
-    if (mine) {
-        T c;
-        const T v = hg_simple_point<T, true>(a, i, j, w, c);
-        a.out[(long long)w * a.sw + (long long)j * a.sp + i] = v;
-        if (RES) m = hk_diff_bits(v, c);
-    }
+    if (mine) hk_update_at<T, true, RES>(a, i, j, w, m);
     if (RES) hk_block_max(m, a.resid);
 }
 

@@ -31,7 +31,7 @@
  *   first 2 NC BXT + 2 BP threads, one value or group each, alongside their
  *   own;
  * - in 3D, where a row ends at most 4 groups past its last whole warp, the
- *   tiles take the whole warps and a strip kernel the rest (strip_max): a
+ *   tiles take the whole warps and a strip kernel the rest (hk_strip_max): a
  *   tile of a few columns costs a whole tile's time;
  * - runs of planes sized so that the blocks fill the resident slots over
  *   whole waves (heat_cuda_wchunk_fill in 3D: 13 to 19% faster than one run
@@ -232,32 +232,6 @@ __global__ void __launch_bounds__(BXT *BP, RES ? (MINB * 3 + 3) / 4 : MINB)
     if (RES) hk_block_max(m, a.resid);
 }
 
-/* The columns [x0, x0 + r) of every row, a thread a node of a plane
- * (32-bit indices: launch3 keeps r np below 2^31), a run of planes a block
- * row: the end of the rows that the tiles leave (launch3). */
-template <typename T, bool D3, bool RES>
-__global__ void __launch_bounds__(256) strip_kernel(const heat_stencil_args<T> a, int x0, int r)
-{
-    const int q = (int)(blockIdx.x * blockDim.x + threadIdx.x), i = x0 + q % r, j = q / r;
-    unsigned long long m = 0;
-    for (int w = (int)blockIdx.y; w < a.nw; w += (int)gridDim.y)
-        hk_update_at<T, D3, RES>(a, i, j, w, m); /* j >= np: nothing */
-    if (RES) hk_block_max(m, a.resid);
-}
-
-template <typename T, bool D3>
-static cudaError_t launch_strip(const heat_stencil_args<T> &a, int x0, cudaStream_t stream)
-{
-    const int r = a.nx - x0;
-    const dim3 grid((unsigned)(((long long)r * a.np + 255) / 256),
-                    (unsigned)(a.nw < 65535 ? a.nw : 65535));
-    if (a.resid)
-        strip_kernel<T, D3, true><<<grid, 256, 0, stream>>>(a, x0, r);
-    else
-        strip_kernel<T, D3, false><<<grid, 256, 0, stream>>>(a, x0, r);
-    return cudaGetLastError();
-}
-
 /* The tiles over the columns [0, nxt) of every row (nxt <= nx: the strip
  * kernel takes the rest). */
 template <typename T, bool D3, int VX, int BXT, int BP, int NC = 1,
@@ -283,7 +257,7 @@ static cudaError_t launch(const heat_stencil_args<T> &a, cudaStream_t stream, in
     else
         register_kernel<T, D3, false, VX, BXT, BP, MINB, NC, PF><<<grid, block, 0, stream>>>(b);
     const cudaError_t e = cudaGetLastError();
-    return e != cudaSuccess || nxt >= a.nx ? e : launch_strip<T, D3>(a, nxt, stream);
+    return e != cudaSuccess || nxt >= a.nx ? e : hk_launch_strip<T, D3>(a, nxt, stream);
 }
 
 /* The 3D tile. Where rows are whole groups (VX > 1), by default "2x32x8":
@@ -323,27 +297,16 @@ static int tile_choice(void)
     return t;
 }
 
-/* The most columns at the end of a row that the strip kernel takes instead
- * of a tile, where rows are groups (VX > 1): 4 groups, 64 bytes (16 floats,
- * 8 doubles), or HEAT_CUDA_STRIP (0: none), for measurement. A tile that
- * holds a few columns costs the time of a whole one: at 513^3 a fifth
- * column of tiles for one column of nodes (docs/PERFORMANCE.md). */
-static int strip_max(int vx)
-{
-    /* read at every launch, so that a test can set it between runs */
-    const char *e = getenv("HEAT_CUDA_STRIP");
-    const int s = e && *e ? atoi(e) : 4 * vx;
-    return s > 0 ? s : 0;
-}
-
 template <typename T, int VX>
 static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
-    /* Columns the tiles take: a row's end of at most strip_max columns past
-     * its last whole 32-group warp goes to the strip kernel. */
+    /* Columns the tiles take: a row's end of at most hk_strip_max columns
+     * past its last whole 32-group warp goes to the strip kernel. A tile that
+     * holds a few columns costs the time of a whole one: at 513^3 a fifth
+     * column of tiles for one column of nodes (docs/PERFORMANCE.md). */
     const int gw = 32 * VX, rem = a.nx % gw;
     const bool strip =
-        VX > 1 && a.nx > gw && rem <= strip_max(VX) && (long long)rem * a.np < (1ll << 31) - 256;
+        VX > 1 && a.nx > gw && rem <= hk_strip_max(VX) && hk_strip_fits(a, a.nx - rem);
     const int nxt = strip ? a.nx - rem : a.nx;
     int t = tile_choice();
     if (t == TILE_DEFAULT) {

@@ -25,6 +25,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* The bc codes of heat_case.h (heat_bc_type), repeated so that kernels need
  * no C header; cuda_backend.cu checks that they agree. */
@@ -158,7 +159,7 @@ __device__ __forceinline__ void hk_update(const heat_stencil_args<T> &a, int i, 
 }
 
 /* The update of node (i, j, w) with every neighbour read from memory: the
- * naive kernel's point, and the strip's (k_register.cu). Nothing where the
+ * naive kernel's point, and the strip's (hk_strip_kernel). Nothing where the
  * node is outside the grid or held. */
 template <typename T, bool D3, bool RES>
 __device__ __forceinline__ void hk_update_at(const heat_stencil_args<T> &a, int i, int j, int w,
@@ -209,6 +210,53 @@ __device__ __forceinline__ void hk_warp_max(unsigned long long m, unsigned long 
 {
     m = hk_warp_reduce_max(m);
     if ((threadIdx.x & 31) == 0 && m) atomicMax(out, m);
+}
+
+/* The columns [x0, x0 + r) of every row, a thread a node of a plane
+ * (32-bit indices: the launcher keeps r np below 2^31), a run of planes a
+ * block row: the end of the rows that the tiles leave (k_register.cu,
+ * k_gregister.cu). A node is updated by the hk_update_at of the arguments'
+ * kind (the uniform one above, the variable-coefficient one of
+ * general.cuh), which reads every neighbour from memory. */
+template <typename T, bool D3, bool RES, typename A>
+__global__ void __launch_bounds__(256) hk_strip_kernel(const A a, int x0, int r)
+{
+    const int q = (int)(blockIdx.x * blockDim.x + threadIdx.x), i = x0 + q % r, j = q / r;
+    unsigned long long m = 0;
+    for (int w = (int)blockIdx.y; w < a.nw; w += (int)gridDim.y)
+        hk_update_at<T, D3, RES>(a, i, j, w, m); /* j >= np: nothing */
+    if (RES) hk_block_max(m, a.resid);
+}
+
+/* Whether the strip can take the columns [x0, nx): r np within 32 bits. */
+template <typename A> inline bool hk_strip_fits(const A &a, int x0)
+{
+    return (long long)(a.nx - x0) * a.np < (1ll << 31) - 256;
+}
+
+template <typename T, bool D3, typename A>
+static cudaError_t hk_launch_strip(const A &a, int x0, cudaStream_t stream)
+{
+    const int r = a.nx - x0;
+    const dim3 grid((unsigned)(((long long)r * a.np + 255) / 256),
+                    (unsigned)(a.nw < 65535 ? a.nw : 65535));
+    if (a.resid)
+        hk_strip_kernel<T, D3, true, A><<<grid, 256, 0, stream>>>(a, x0, r);
+    else
+        hk_strip_kernel<T, D3, false, A><<<grid, 256, 0, stream>>>(a, x0, r);
+    return cudaGetLastError();
+}
+
+/* The most columns at the end of a row that a strip takes instead of a tile
+ * where rows are groups of vx values: 4 groups, 64 bytes (16 floats, 8
+ * doubles), or HEAT_CUDA_STRIP (0: none; empty: the default), for
+ * measurement. Read at every launch, so that a test can set it between
+ * runs. */
+static inline int hk_strip_max(int vx)
+{
+    const char *e = getenv("HEAT_CUDA_STRIP");
+    const int s = e && *e ? atoi(e) : 4 * vx;
+    return s > 0 ? s : 0;
 }
 
 /* VX consecutive x values of one thread; loaded and stored as one 16-byte
