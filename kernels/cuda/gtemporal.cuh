@@ -368,11 +368,14 @@ cudaError_t gtb_run(const heat_general_args<T> &a, cudaStream_t stream)
     const tb_costs cw = tb_costs_or_env({{32, 36, 40}, -1}); /* no narrow windows */
     const long long g = tb_blocks(res, p.planes, K);
     /* Whole groups are loaded as such where rows start on group boundaries:
-     * rows of whole groups, or rows padded to 16 bytes (the one-GPU
+     * rows of whole groups, or in 2D rows padded to 16 bytes (the one-GPU
      * backend's, whatever nx), where only the row's last group, reaching
-     * past nx, is taken a value at a time. */
-    const int aligned =
-        a.nx % S::VX == 0 || (hk_rows16(a) && (uintptr_t)a.cls % (16 / sizeof(T)) == 0);
+     * past nx, is taken a value at a time (8193^2 at k = 4: 16 to 17%
+     * faster on the H200). Not in 3D, where the loads a value at a time
+     * ran faster (513^3 float k = 2: 0.871 ms against 1.033;
+     * docs/PERFORMANCE.md). */
+    const int aligned = a.nx % S::VX == 0 ||
+                        (!D3 && hk_rows16(a) && (uintptr_t)a.cls % (16 / sizeof(T)) == 0);
     const dim3 block(32, S::TY), grid((unsigned)g);
     if (a.resid)
         gtemporal_kernel<T, D3, true, K>
