@@ -23,7 +23,11 @@
  * warp streams its own tile, the in-plane neighbours by shuffle (below). 64
  * registers, 32 warps a multiprocessor. At 512^3 on the H100 it takes 14%
  * less time than the best shared-plane kernel measured in float and 7% in
- * double (docs/PERFORMANCE.md, "The warp-tile kernel").
+ * double (docs/PERFORMANCE.md, "The warp-tile kernel"). Where a row starts
+ * on 16 bytes but ends inside a group (odd nx on the backend's padded
+ * rows), it takes the row's whole groups and the strip kernel
+ * (hk_strip_kernel, stencil.cuh) the 1 to 3 columns left: twice as fast
+ * as single values over the whole row in float at 513^3 on the H200.
  *
  * Boundaries as in k_register.cu: loads map indices through the faces
  * (periodic wrap, mirrored node on a Neumann, flux or convective face), so
