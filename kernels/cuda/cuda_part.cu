@@ -137,6 +137,12 @@ static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const
         a.gw[sd] = (T)(2.0 * c->d.h[ax_w] * c->bc[2 * ax_w + sd].gradient);
         a.bw[sd] = v.face[2 * ax_w + sd];
     }
+    /* The padding after the view's rows, where they end with the row's data
+     * (the owned nodes and the high x ghosts): the fused passes may load and
+     * store a whole last group there (TB_PADDED). A view that ends before
+     * that is followed by nodes that another view writes: none. */
+    const int64_t data_end = p.owned.hi[0] + p.gv[HEAT_X_HI];
+    a.xpad = v.b.hi[0] == data_end ? (int)(p.sy - data_end) : 0;
     a.wchunk = a.nw;
     return a;
 }

@@ -43,7 +43,8 @@ template <typename T> struct heat_stencil_args {
     unsigned long long *resid; /* max |u' - u| as double bits, or NULL */
     /* Values after the nx of each row that belong to no node (a padded
      * row's end): a kernel may store into them. 0 where what follows may be
-     * another part of the array (a part's view). */
+     * another part of the array (a part's view that ends before its row's
+     * data does). */
     int xpad;
 };
 
