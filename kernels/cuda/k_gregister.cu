@@ -851,16 +851,19 @@ template <typename T>
 cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
-    const bool vec = a.nx % V == 0;
     /* 3D, staged weights, rows that start on 16-byte boundaries but do not
      * end on a whole group (the one-GPU backend pads rows of odd nx): the
      * warp-tile kernel on groups up to the row's last whole group, the strip
      * the 1 to V - 1 columns left, instead of single values over the whole
      * row (HEAT_CUDA_STRIP=0 keeps those, for measurement). */
     const int rem = a.nx % V;
-    if (d3 && a.w_shared && !gr_plain() && rem && a.nx > V && hk_rows16(a) &&
-        (uintptr_t)a.cls % V == 0 && rem <= hk_strip_max(V) && hk_strip_fits(a, a.nx - rem))
+    const bool rows = hk_rows16(a) && (uintptr_t)a.cls % V == 0;
+    if (d3 && a.w_shared && !gr_plain() && rem && a.nx > V && rows &&
+        rem <= hk_strip_max(V) && hk_strip_fits(a, a.nx - rem))
         return gwarp_dims<T, V>(a, a.nx - rem, stream);
+    /* 2D on such rows: gregister_kernel's groups, the row's last group a
+     * value at a time (its loads mapped through the face). */
+    const bool vec = rem == 0 || (!d3 && rows);
     if (a.w_shared)
         return vec ? glaunch_dims<T, V, true>(a, d3, stream)
                    : glaunch_dims<T, 1, true>(a, d3, stream);
