@@ -858,8 +858,8 @@ cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, c
      * row (HEAT_CUDA_STRIP=0 keeps those, for measurement). */
     const int rem = a.nx % V;
     const bool rows = hk_rows16(a) && (uintptr_t)a.cls % V == 0;
-    if (d3 && a.w_shared && !gr_plain() && rem && a.nx > V && rows &&
-        rem <= hk_strip_max(V) && hk_strip_fits(a, a.nx - rem))
+    if (d3 && a.w_shared && !gr_plain() && rem && a.nx > V && rows && rem <= hk_strip_max(V) &&
+        hk_strip_fits(a, a.nx - rem))
         return gwarp_dims<T, V>(a, a.nx - rem, stream);
     /* 2D on such rows: gregister_kernel's groups, the row's last group a
      * value at a time (its loads mapped through the face). */
