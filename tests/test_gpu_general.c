@@ -282,7 +282,9 @@ static spec random_spec(const int64_t n[3], int64_t steps)
 }
 
 /* Each axis with each of its 17 kinds (the other axes random), on sizes
- * with one value per thread (odd x) and with 16-byte rows. */
+ * of odd x (rows padded to 16 bytes by the backend; 517 x 9: the end of a
+ * 2D row past its last whole tile goes to the strip kernel) and of whole
+ * 16-byte groups. */
 static int every_face_kind(const int64_t (*sizes)[3], int nsizes, const variant *v, int nv,
                            int64_t steps)
 {
@@ -304,7 +306,7 @@ static int every_face_kind(const int64_t (*sizes)[3], int nsizes, const variant 
 static void test_every_face_kind(void **state)
 {
     (void)state;
-    const int64_t sizes[][3] = {{33, 17, 9}, {36, 11, 7}, {37, 23, 1}, {40, 21, 1}};
+    const int64_t sizes[][3] = {{33, 17, 9}, {36, 11, 7}, {37, 23, 1}, {40, 21, 1}, {517, 9, 1}};
     assert_int_equal(every_face_kind(sizes, COUNT(sizes), one_step, COUNT(one_step), 50), 0);
 }
 

@@ -759,11 +759,11 @@ static cudaError_t hgr_launch_tile(const heat_general_args<T> &a, size_t sh,
 
 /* The same for a kernel of BXT x BP threads, each a group of VX values. */
 template <typename T, bool D3, int VX, int BXT, int BP>
-static cudaError_t hgr_launch(const heat_general_args<T> &a, size_t sh,
-                              void (*plain)(const heat_general_args<T>),
-                              void (*res)(const heat_general_args<T>), cudaStream_t stream)
+static cudaError_t
+hgr_launch(const heat_general_args<T> &a, size_t sh, void (*plain)(const heat_general_args<T>),
+           void (*res)(const heat_general_args<T>), int xend, cudaStream_t stream)
 {
-    return hgr_launch_tile<T, D3>(a, sh, plain, res, dim3(BXT, BP), BXT * VX, BP, a.nx, stream);
+    return hgr_launch_tile<T, D3>(a, sh, plain, res, dim3(BXT, BP), BXT * VX, BP, xend, stream);
 }
 
 /* Launches the warp-tile kernel over the columns [0, xend): blocks of
@@ -800,13 +800,14 @@ static cudaError_t gwarp_launch(const heat_general_args<T> &a, int xend, cudaStr
     return e != cudaSuccess ? e : heat_cuda_launch_gfaces<T>(a, pw, stream);
 }
 
-/* Launches one instantiation of gregister_kernel (hgr_launch). */
+/* Launches one instantiation of gregister_kernel (hgr_launch) over the
+ * columns [0, xend) (xend a multiple of its tile's width, or nx). */
 template <typename T, bool D3, int VX, int BXT, int BP, int MINB, bool WSH>
-static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream)
+static cudaError_t glaunch(const heat_general_args<T> &a, cudaStream_t stream, int xend)
 {
     return hgr_launch<T, D3, VX, BXT, BP>(
         a, hgr_stage_bytes<T>(a.nmat, WSH), gregister_kernel<T, D3, false, VX, BXT, BP, MINB, WSH>,
-        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH>, stream);
+        gregister_kernel<T, D3, true, VX, BXT, BP, MINB, WSH>, xend, stream);
 }
 
 /* Whether 3D with staged weights runs the warp-tile kernel (the default) or,
@@ -842,9 +843,19 @@ static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStre
     if (d3) {
         if constexpr (WSH)
             if (!gr_plain()) return gwarp_dims<T, VX>(a, a.nx, stream);
-        return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream);
+        return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream, a.nx);
     }
-    return glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream);
+    /* 2D on padded rows of odd nx (VX > 1): a row's end of at most
+     * hk_strip_max columns past its last whole tile goes to the strip
+     * kernel, as in k_register.cu's 3D sweep: a tile that holds a few
+     * columns costs the time of a whole one. */
+    constexpr int BX = 128 * VX;
+    const int rem = a.nx % BX;
+    const bool strip =
+        VX > 1 && a.nx % VX && a.nx > BX && rem <= hk_strip_max(VX) && hk_strip_fits(a, a.nx - rem);
+    const int xend = strip ? a.nx - rem : a.nx;
+    const cudaError_t e = glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream, xend);
+    return e != cudaSuccess || xend >= a.nx ? e : hk_launch_strip<T, false>(a, xend, stream);
 }
 
 template <typename T>
