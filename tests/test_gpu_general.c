@@ -282,9 +282,9 @@ static spec random_spec(const int64_t n[3], int64_t steps)
 }
 
 /* Each axis with each of its 17 kinds (the other axes random), on sizes
- * of odd x (rows padded to 16 bytes by the backend; 517 x 9: the end of a
- * 2D row past its last whole tile goes to the strip kernel) and of whole
- * 16-byte groups. */
+ * of odd x (rows padded to 16 bytes by the backend; 517 x 9: in float the
+ * end of a 2D row past its last whole tile goes to the strip kernel) and of
+ * whole 16-byte groups. */
 static int every_face_kind(const int64_t (*sizes)[3], int nsizes, const variant *v, int nv,
                            int64_t steps)
 {
