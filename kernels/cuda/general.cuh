@@ -54,6 +54,13 @@ template <typename T> struct heat_general_args : heat_stencil_args<T> {
  * table (many materials) is read through the read-only cache. */
 #define HG_W_SHARED_MAX 12288
 
+/* Whether rows start on 16-byte boundaries (hk_rows16) and the classes'
+ * rows on group boundaries: groups of values and of classes load whole. */
+template <typename T> inline bool hg_rows16(const heat_general_args<T> &a)
+{
+    return hk_rows16(a) && (uintptr_t)a.cls % (16 / sizeof(T)) == 0;
+}
+
 template <typename T> __host__ __device__ inline bool hg_w_shared(int nmat)
 {
     return (long long)3 * nmat * nmat * (long long)sizeof(T) <= HG_W_SHARED_MAX;

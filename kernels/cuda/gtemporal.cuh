@@ -374,8 +374,7 @@ cudaError_t gtb_run(const heat_general_args<T> &a, cudaStream_t stream)
      * faster on the H200). Not in 3D, where the loads a value at a time
      * ran faster (513^3 float k = 2: 0.871 ms against 1.033;
      * docs/PERFORMANCE.md). */
-    const int aligned =
-        a.nx % S::VX == 0 || (!D3 && hk_rows16(a) && (uintptr_t)a.cls % (16 / sizeof(T)) == 0);
+    const int aligned = a.nx % S::VX == 0 || (!D3 && hg_rows16(a));
     const dim3 block(32, S::TY), grid((unsigned)g);
     if (a.resid)
         gtemporal_kernel<T, D3, true, K>

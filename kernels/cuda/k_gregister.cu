@@ -845,16 +845,12 @@ static cudaError_t glaunch_dims(const heat_general_args<T> &a, bool d3, cudaStre
             if (!gr_plain()) return gwarp_dims<T, VX>(a, a.nx, stream);
         return glaunch<T, true, VX, 64, 4, 2, WSH>(a, stream, a.nx);
     }
-    /* 2D float on padded rows of odd nx (VX > 1): a row's end of at most
-     * hk_strip_max columns past its last whole tile goes to the strip
-     * kernel, as in k_register.cu's 3D sweep: a tile that holds a few
-     * columns costs the time of a whole one (8193^2: 23% faster on the
-     * H200). Not in double, where the strip was 2 to 4% slower. */
-    constexpr int BX = 128 * VX;
-    const int rem = a.nx % BX;
-    const bool strip = sizeof(T) == 4 && VX > 1 && a.nx % VX && a.nx > BX &&
-                       rem <= hk_strip_max(VX) && hk_strip_fits(a, a.nx - rem);
-    const int xend = strip ? a.nx - rem : a.nx;
+    /* 2D float on padded rows of odd nx (VX > 1): the strip kernel takes a
+     * row's end of a few columns past its last whole tile (hk_tiles_end), as
+     * in k_register.cu's 3D sweep (8193^2: 23% faster on the H200). Not in
+     * double, where the strip was 2 to 4% slower. */
+    const bool odd = sizeof(T) == 4 && VX > 1 && a.nx % VX;
+    const int xend = odd ? hk_tiles_end(a, 128 * VX, VX) : a.nx;
     const cudaError_t e = glaunch<T, false, VX, 128, 1, 6, WSH>(a, stream, xend);
     return e != cudaSuccess || xend >= a.nx ? e : hk_launch_strip<T, false>(a, xend, stream);
 }
@@ -868,14 +864,14 @@ cudaError_t heat_cuda_launch_gregister(const heat_general_args<T> &a, bool d3, c
      * warp-tile kernel on groups up to the row's last whole group, the strip
      * the 1 to V - 1 columns left, instead of single values over the whole
      * row (HEAT_CUDA_STRIP=0 keeps those, for measurement). */
-    const int rem = a.nx % V;
-    const bool rows = hk_rows16(a) && (uintptr_t)a.cls % V == 0;
-    if (d3 && a.w_shared && !gr_plain() && rem && a.nx > V && rows && rem <= hk_strip_max(V) &&
-        hk_strip_fits(a, a.nx - rem))
-        return gwarp_dims<T, V>(a, a.nx - rem, stream);
+    const bool rows = hg_rows16(a), whole = a.nx % V == 0;
+    if (d3 && a.w_shared && !gr_plain() && !whole && rows) {
+        const int xend = hk_tiles_end(a, V, V);
+        if (xend < a.nx) return gwarp_dims<T, V>(a, xend, stream);
+    }
     /* 2D on such rows: gregister_kernel's groups, the row's last group a
      * value at a time (its loads mapped through the face). */
-    const bool vec = rem == 0 || (!d3 && rows);
+    const bool vec = whole || (!d3 && rows);
     if (a.w_shared)
         return vec ? glaunch_dims<T, V, true>(a, d3, stream)
                    : glaunch_dims<T, 1, true>(a, d3, stream);

@@ -31,7 +31,7 @@
  *   first 2 NC BXT + 2 BP threads, one value or group each, alongside their
  *   own;
  * - in 3D, where a row ends at most 4 groups past its last whole warp, the
- *   tiles take the whole warps and a strip kernel the rest (hk_strip_max): a
+ *   tiles take the whole warps and a strip kernel the rest (hk_tiles_end): a
  *   tile of a few columns costs a whole tile's time;
  * - runs of planes sized so that the blocks fill the resident slots over
  *   whole waves (heat_cuda_wchunk_fill in 3D: 13 to 19% faster than one run
@@ -300,14 +300,9 @@ static int tile_choice(void)
 template <typename T, int VX>
 static cudaError_t launch3(const heat_stencil_args<T> &a, cudaStream_t stream)
 {
-    /* Columns the tiles take: a row's end of at most hk_strip_max columns
-     * past its last whole 32-group warp goes to the strip kernel. A tile that
-     * holds a few columns costs the time of a whole one: at 513^3 a fifth
-     * column of tiles for one column of nodes (docs/PERFORMANCE.md). */
-    const int gw = 32 * VX, rem = a.nx % gw;
-    const bool strip =
-        VX > 1 && a.nx > gw && rem <= hk_strip_max(VX) && hk_strip_fits(a, a.nx - rem);
-    const int nxt = strip ? a.nx - rem : a.nx;
+    /* Columns the tiles take: where rows are groups, the strip kernel takes
+     * a row's end of a few columns past its last whole 32-group warp. */
+    const int gw = 32 * VX, nxt = VX > 1 ? hk_tiles_end(a, gw, VX) : a.nx;
     int t = tile_choice();
     if (t == TILE_DEFAULT) {
         const int warps = (nxt + gw - 1) / gw; /* 32-group warps a row */

@@ -229,12 +229,6 @@ __global__ void __launch_bounds__(256) hk_strip_kernel(const A a, int x0, int r)
     if (RES) hk_block_max(m, a.resid);
 }
 
-/* Whether the strip can take the columns [x0, nx): r np within 32 bits. */
-template <typename A> inline bool hk_strip_fits(const A &a, int x0)
-{
-    return (long long)(a.nx - x0) * a.np < (1ll << 31) - 256;
-}
-
 template <typename T, bool D3, typename A>
 static cudaError_t hk_launch_strip(const A &a, int x0, cudaStream_t stream)
 {
@@ -258,6 +252,20 @@ static inline int hk_strip_max(int vx)
     const char *e = getenv("HEAT_CUDA_STRIP");
     const int s = e && *e ? atoi(e) : 4 * vx;
     return s > 0 ? s : 0;
+}
+
+/* Where tiles `bw` columns wide (rows of groups of vx values) end: nx, or
+ * the end of the row's last whole tile where the rest of the row, at most
+ * hk_strip_max(vx) columns, goes to the strip kernel (a tile that holds a
+ * few columns costs the time of a whole one: at 513^3 a fifth column of
+ * tiles for one column of nodes, docs/PERFORMANCE.md). The strip's r np
+ * stays within 32 bits. */
+template <typename A> inline int hk_tiles_end(const A &a, int bw, int vx)
+{
+    const int rem = a.nx % bw;
+    const bool strip =
+        rem && a.nx > bw && rem <= hk_strip_max(vx) && (long long)rem * a.np < (1ll << 31) - 256;
+    return strip ? a.nx - rem : a.nx;
 }
 
 /* VX consecutive x values of one thread; loaded and stored as one 16-byte
