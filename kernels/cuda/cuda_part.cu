@@ -329,6 +329,14 @@ static int exchange_blocking(part_state *s, void *level, heat_error *err)
     return next_slot(s, SLOT_EXCHANGE, err);
 }
 
+/* exchange_blocking, then a wait for the GPU: every launch queued before it
+ * (on stream hi) is done and every slot's figures are read. */
+static int exchange_settled(part_state *s, void *level, heat_error *err)
+{
+    int rc = exchange_blocking(s, level, err);
+    return rc ? rc : settle(s, err);
+}
+
 /* ----------------------------------------------------------- the steps */
 
 /* max |v - u| over the owned box into s->d_resid, on stream hi. */
@@ -486,8 +494,7 @@ static int part_upload(heat_backend *b, const void *host, heat_error *err)
     PART_CHECK(cudaMemset(s->u, 0, bytes));
     PART_CHECK(owned_copy(s, s->u, (void *)host, true));
     PART_CHECK(cudaDeviceSynchronize());
-    int rc = exchange_blocking(s, s->u, err);
-    if (!rc) rc = settle(s, err);
+    int rc = exchange_settled(s, s->u, err);
     if (rc) return rc;
     /* Both levels, ghosts included: a Dirichlet node is never written. The
      * copy is on the default stream, which our streams do not wait for. */
@@ -622,8 +629,7 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
     std::vector<double> tp(runs), tt(runs), tu(runs);
     for (int r = 0; r < runs; r++) {
         const heat_halo_stats before = s->st;
-        int rc = exchange_blocking(s, s->u, err);
-        if (!rc) rc = settle(s, err);
+        int rc = exchange_settled(s, s->u, err);
         if (rc) return rc;
         tp[r] = s->st.pack - before.pack;
         tt[r] = s->st.transfer - before.transfer;
@@ -687,8 +693,7 @@ static int part_warm(heat_backend *b, heat_error *err)
             }
         }
     PART_CHECK(launch_residual(s));
-    int rc = exchange_blocking(s, s->u, err);
-    if (!rc) rc = settle(s, err); /* every launch above is done, on stream hi */
+    int rc = exchange_settled(s, s->u, err); /* every launch above is done */
     double mn, mx, sum;
     return rc ? rc : part_field_stats(b, &mn, &mx, &sum, err);
 }
