@@ -142,16 +142,18 @@ template <typename T, bool D3, int K> __host__ __device__ constexpr bool tb_narr
  * last, so their weight was raised until the pass was fastest at both sizes
  * (docs/PERFORMANCE.md): 3D float k = 3 32 : 32 : 37, k = 4 32 : 36 : 46,
  * double k = 3 32 : 35 : 36, k = 4 32 : 38 : 42. Other depths and 2D keep
- * 8 : 9 : 10, as measured before. The narrow windows at k = 4 weigh what
- * timed fastest at 512^3: float 24, double 28 (of 32). Only the division of
- * the work depends on them, never a value. */
+ * 8 : 9 : 10, as measured before. The narrow windows at k = 4 weigh 24 (of
+ * 32) in both precisions: in float the fastest at 512^3 on an H100; in
+ * double 24 and 28 timed level there, and 24 was 0.7 to 1.3% faster on an
+ * H200 from 640 x 480 x 400 to 1024 x 1024 x 192. Only the division of the
+ * work depends on them, never a value. */
 template <typename T, bool D3, int K> constexpr tb_costs tb_uniform_costs()
 {
     constexpr bool nk = tb_narrow_kernel<T, D3, K>();
     if (D3 && sizeof(T) == 4 && K == 3) return {{32, 32, 37}, -1};
     if (D3 && sizeof(T) == 4 && K == 4) return {{32, 36, 46}, nk ? 24 : -1};
     if (D3 && sizeof(T) == 8 && K == 3) return {{32, 35, 36}, -1};
-    if (D3 && sizeof(T) == 8 && K == 4) return {{32, 38, 42}, nk ? 28 : -1};
+    if (D3 && sizeof(T) == 8 && K == 4) return {{32, 38, 42}, nk ? 24 : -1};
     return {{32, 36, 40}, -1};
 }
 
