@@ -244,7 +244,9 @@ static cudaError_t hk_launch_strip(const A &a, int x0, cudaStream_t stream)
 
 /* The most columns at the end of a row that a strip takes instead of a tile
  * where rows are groups of vx values: 4 groups, 64 bytes (16 floats, 8
- * doubles), or HEAT_CUDA_STRIP (0: none; empty: the default), for
+ * doubles; where whole 128-byte lines of every row were the strip's, the
+ * tiles' kernel ran a quarter slower, docs/PERFORMANCE.md), or
+ * HEAT_CUDA_STRIP (0: none; empty: the default), for
  * measurement. Read at every launch, so that a test can set it between
  * runs. */
 static inline int hk_strip_max(int vx)
