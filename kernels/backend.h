@@ -143,6 +143,8 @@ typedef struct heat_mg_info {
     int64_t total_cycles; /* every V-cycle of the run */
     double reduction;     /* residual over the start's (steady) or the last step's b (implicit) */
     int stalled;          /* the last advance stopped at a step whose solve stalled */
+    int diverged;         /* ... whose residual ended above twice its first (growth) */
+    double growth;        /* implicit: the last step's final residual over its first */
     int64_t steps_done;   /* cycles or steps the last advance completed */
     int levels;
     char text[256]; /* "V(2,2), Chebyshev smoother, 7 levels 513x513x513 ... 9x9x9 ..." */

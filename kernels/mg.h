@@ -351,6 +351,8 @@ typedef struct heat_mg_state {
     double reduction;       /* residual over the start's (steady) or the step's b (implicit) */
     double residual;        /* the last max |b - A x| / ((rho c) V) */
     int stalled;            /* an implicit step's solve stopped above its tolerance */
+    int diverged;           /* ... and above twice its first residual (growth) */
+    double growth;          /* implicit: the last step's final residual over its first */
     int64_t steps_done;     /* steps (implicit) or cycles (steady) of the last advance */
 } heat_mg_state;
 

@@ -76,7 +76,9 @@ int heat_mg_steady(const heat_mg *m, const heat_mg_ops *ops, void *ctx, heat_mg_
  * 16 eps |u|max diag_scale (what evaluating the residual in the precision
  * leaves; the target when b is zero). A run of 3 cycles that each reduce it
  * by less than half ends the solve: at the floor (within
- * 256 eps |u|max diag_scale) it counts as converged, above it as stalled.
+ * 256 eps |u|max diag_scale) it counts as converged, above it as stalled,
+ * and as diverged where the residual ended above twice its first (cycles
+ * whose coarse correction overshoots: docs/DECK.md, "Multigrid").
  * st->reduction: the final residual over bmax, or over the first residual
  * where b is zero. */
 static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, double bmax,
@@ -90,7 +92,7 @@ static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, doubl
     double r = r0, prev = r0;
     int slow = 0;
     st->cycles = 0;
-    st->stalled = 0;
+    st->stalled = st->diverged = 0;
     while (r > target) {
         if ((rc = one_cycle(m, ops, ctx, st, err))) return rc;
         if ((rc = ops->norms(ctx, &r, &umax, &wsum, err))) return rc;
@@ -100,10 +102,12 @@ static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, doubl
         if (!isfinite(r)) break;
         if (slow >= 3 || st->cycles >= 200) {
             st->stalled = r > 256.0 * scale;
+            st->diverged = st->stalled && r > 2.0 * r0;
             break;
         }
     }
     st->residual = r;
+    st->growth = r0 > 0 ? r / r0 : 0.0;
     st->reduction = bmax > 0 ? r / bmax : r0 > 0 ? r / r0 : 0.0;
     return HEAT_OK;
 }
@@ -135,6 +139,8 @@ void heat_mg_fill_info(const heat_mg *m, const heat_mg_state *st, heat_mg_info *
     info->total_cycles = st->total_cycles;
     info->reduction = st->reduction;
     info->stalled = st->stalled;
+    info->diverged = st->diverged;
+    info->growth = st->growth;
     info->steps_done = st->steps_done;
     info->levels = m->levels;
     const heat_mg_level *f = &m->lv[0], *c = &m->lv[m->levels - 1];

@@ -372,11 +372,57 @@ static int stalled(run_state *s)
 {
     if (s->residual < s->best_residual) {
         s->best_residual = s->residual;
+        s->best_step = s->step;
         s->checks_no_best = 0;
         return 0;
     }
     s->checks_no_best++;
     return s->c->steady.stall_checks > 0 && s->checks_no_best >= s->c->steady.stall_checks;
+}
+
+/* " (this deck's conductivities range from A to B W/(m K))" where it has
+ * several materials, else "": for the messages of cycles that diverge. */
+typedef struct {
+    char text[96];
+} contrast_text;
+static contrast_text contrast_words(const heat_case *c)
+{
+    contrast_text t = {""};
+    double kmin = INFINITY, kmax = 0;
+    for (int i = 0; i < c->materials.count; i++) {
+        kmin = fmin(kmin, c->materials.m[i].k);
+        kmax = fmax(kmax, c->materials.m[i].k);
+    }
+    if (c->materials.count > 1)
+        snprintf(t.text, sizeof t.text, " (this deck's conductivities range from %g to %g W/(m K))",
+                 kmin, kmax);
+    return t;
+}
+
+/* Steady V-cycles that diverge: the residual HEAT_MG_DIVERGED times its
+ * lowest (or the tolerance, if that is larger). The cycles converge
+ * (every cycle cuts the residual) where the coarse levels' rediscretised
+ * operators stand for the fine one; with a strong contrast of conductivities
+ * they may not (docs/DECK.md, "Multigrid"), and a correction that
+ * overshoots grows the error by a factor each cycle. A converging run never
+ * comes near the factor: near its rounding floor the residual wanders by a
+ * few times at most. Returns the error, or HEAT_OK. */
+#define HEAT_MG_DIVERGED 1e3
+static int check_diverged(const run_state *s, heat_error *err)
+{
+    const heat_case *c = s->c;
+    if (!heat_case_multigrid(c) || !isfinite(s->best_residual) ||
+        s->residual <= HEAT_MG_DIVERGED * fmax(s->best_residual, c->steady.tolerance))
+        return HEAT_OK;
+    return heat_error_set(
+        err, HEAT_ERUNTIME,
+        "the multigrid V-cycles diverge: the residual max |du/dt| grew to %.6e at cycle %lld, "
+        "more than %.0f times its lowest, %.6e at cycle %lld; the diverged field is not written. "
+        "The coarse levels' operators do not represent this deck's conductivities well enough "
+        "for the cycles to converge%s: reach the steady state with steady.method = "
+        "\"explicit\" (time marching) instead (docs/DECK.md, \"Multigrid\")",
+        s->residual, (long long)s->step, HEAT_MG_DIVERGED, s->best_residual,
+        (long long)s->best_step, contrast_words(c).text);
 }
 
 /* A check step: the residual must be finite; sets *stop to
@@ -395,6 +441,16 @@ static int check_step(run_state *s, heat_run_result *res, int *stop, heat_error 
                               "at the initial and boundary values, or use a smaller time.dt",
                               (long long)s->step, t);
     *stop = -1;
+    if (s->mg.diverged)
+        return heat_error_set(
+            err, HEAT_ERUNTIME,
+            "step %lld's multigrid solve diverges: its residual grew to %.3g times its first "
+            "over %lld V-cycles; the step's field is not written. The coarse levels' operators "
+            "do not represent this deck's conductivities well enough for the cycles to "
+            "converge%s: take a smaller time.dt (the cycles converge where the heat capacity "
+            "term weighs more) or march it with time.scheme = \"explicit\" (docs/DECK.md, "
+            "\"Multigrid\")",
+            (long long)s->step, s->mg.growth, (long long)s->mg.cycles, contrast_words(c).text);
     if (s->mg.stalled) {
         *stop = HEAT_STOP_SOLVE_STALLED;
         if (s->opt->notices)
@@ -407,6 +463,8 @@ static int check_step(run_state *s, heat_run_result *res, int *stop, heat_error 
     } else if (c->steady.enabled && s->step % c->d.check_every == 0) {
         if (s->residual <= c->steady.tolerance)
             *stop = HEAT_STOP_STEADY;
+        else if (check_diverged(s, err))
+            return HEAT_ERUNTIME;
         else if (stalled(s))
             *stop = HEAT_STOP_STALLED;
     }

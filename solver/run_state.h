@@ -27,6 +27,7 @@ typedef struct run_state {
     int64_t chunk_max; /* grows to about 0.1 s of work per call */
     double residual;
     double best_residual;   /* the lowest residual of a steady check so far */
+    int64_t best_step;      /* the step (V-cycle) of best_residual */
     int64_t checks_no_best; /* steady checks since it was set */
     /* A run over several ranks (NULL: one process). Every decision that
      * changes what the ranks do next (stop, check, write, chunk size) is

@@ -430,6 +430,72 @@ static void test_blow_up_exits_1(void **state)
     result_free(&r);
 }
 
+/* Multigrid on a deck whose coarse levels do not carry its contrast of
+ * conductivities (copper in mould compound, 500 : 1): steady V-cycles and
+ * the cycles of an implicit step grow the residual. The run stops with a
+ * runtime error that says so (exit 1), and the diverged field is not
+ * written; with one material, or small implicit steps, the same deck
+ * converges. */
+static void test_multigrid_divergence_exits_1(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "mg_diverge");
+    path_in(p, sizeof p, dir, "chip.cfg");
+    test_write_file(
+        p,
+        "grid = { points = [21, 21, 11]; length = [0.01, 0.01, 0.002]; };\n"
+        "materials = (\n"
+        "  { name = \"mold\"; conductivity = 0.8; density = 1900.0; specific_heat = 900.0; },\n"
+        "  { name = \"copper\"; conductivity = 401.0; density = 8960.0; specific_heat = 385.0; }\n"
+        ");\n"
+        "regions = ( { material = \"copper\";\n"
+        "              box = { min = [0.001, 0.001, 0.001]; max = [0.009, 0.009, 0.002]; }; } );\n"
+        "sources = ( { box = { min = [0.003, 0.003, 0.0008]; max = [0.007, 0.007, 0.001]; };\n"
+        "              power_density = 1.0e8; } );\n"
+        "time = { max_steps = 200; };\n"
+        "steady = { tolerance = 1.0e-6; method = \"multigrid\"; };\n"
+        "initial = { type = \"constant\"; value = 25.0; };\n"
+        "boundary = {\n"
+        "  x_lo = { type = \"neumann\"; }; x_hi = { type = \"neumann\"; };\n"
+        "  y_lo = { type = \"neumann\"; }; y_hi = { type = \"neumann\"; };\n"
+        "  z_lo = { type = \"dirichlet\"; value = 25.0; };\n"
+        "  z_hi = { type = \"convective\"; h = 5000.0; ambient = 25.0; };\n"
+        "};\n"
+        "output = { dir = \"res\"; };\n"
+        "solver = { backend = \"cpu\"; };\n");
+    result r;
+    heat(&r, dir, "run", "chip.cfg", NULL);
+    expect_rc(&r, 1);
+    EXPECT_ERR(&r, "the multigrid V-cycles diverge: the residual max |du/dt| grew to ");
+    EXPECT_ERR(&r, "conductivities range from 0.8 to 401 W/(m K)");
+    EXPECT_NOT_OUT(&r, "reached");
+    result_free(&r);
+    path_in(p, sizeof p, dir, "res/chip_00000000.vtkhdf");
+    assert_true(test_exists(p)); /* the start is written */
+    path_in(p, sizeof p, dir, "res/chip_ckpt_00000000.vtkhdf");
+    assert_false(test_exists(p)); /* nothing of the diverged field */
+
+    /* an implicit step whose cycles grow the residual */
+    heat(&r, dir, "run", "chip.cfg", "--overwrite", "--set",
+         "time={scheme=\"backward_euler\"; dt=5.0; max_steps=4;}", "--set",
+         "steady={tolerance=1.0e-6;}", NULL);
+    expect_rc(&r, 1);
+    EXPECT_ERR(&r, "step 1's multigrid solve diverges: its residual grew to ");
+    result_free(&r);
+
+    /* converging cases of the same deck: one material, small steps */
+    heat(&r, dir, "run", "chip.cfg", "--overwrite", "--set", "regions=()", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached steady state");
+    result_free(&r);
+    heat(&r, dir, "run", "chip.cfg", "--overwrite", "--set",
+         "time={scheme=\"backward_euler\"; dt=0.05; max_steps=4;}", "--set",
+         "steady={tolerance=1.0e-6;}", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+}
+
 /* ---- signals ------------------------------------------------------------ */
 
 static double now_seconds(void)
@@ -610,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_stop_at_max_steps),
         cmocka_unit_test(test_stop_at_steady_state),
         cmocka_unit_test(test_blow_up_exits_1),
+        cmocka_unit_test(test_multigrid_divergence_exits_1),
         cmocka_unit_test(test_sigint_exits_130),
         cmocka_unit_test(test_sigterm_exits_143),
     };
