@@ -89,19 +89,21 @@ static void print_numbers(const heat_case *c)
            : c->time.has_dt      ? (c->time.has_end ? "time.dt, fitted to end" : "time.dt")
            : c->time.has_end     ? "safety * dt_max, fitted to end"
                                  : "safety * dt_max");
+    /* dt_max in full, as a user copies it into time.dt: with fewer digits it
+     * can round up past the limit. */
     if (c->d.general) {
-        printf("dt_max          %.9g (stability: set by the nodes of material \"%s\", counting "
+        printf("dt_max          %.17g (stability: set by the nodes of material \"%s\", counting "
                "each face with the largest conductivity it can have)\n",
                c->d.dt_max, c->materials.m[c->d.dt_material].name);
         return;
     }
     if (heat_case_implicit(c))
         printf(
-            "dt_max          %.9g (the explicit limit; implicit steps are stable above it: dt is "
+            "dt_max          %.17g (the explicit limit; implicit steps are stable above it: dt is "
             "%.3g times it)\n",
             c->d.dt_max, c->d.dt / c->d.dt_max);
     else
-        printf("dt_max          %.9g (stability: sum of r <= 1/2)\n", c->d.dt_max);
+        printf("dt_max          %.17g (stability: sum of r <= 1/2)\n", c->d.dt_max);
     printf("r = a*dt/h^2    rx %.6g  ry %.6g", c->d.r[0], c->d.r[1]);
     if (c->grid.dims == 3) printf("  rz %.6g", c->d.r[2]);
     printf("  (sum %.6g)\n", c->d.r[0] + c->d.r[1] + c->d.r[2]);

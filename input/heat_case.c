@@ -417,9 +417,11 @@ static int dt_refused(const heat_case *c, double dt, heat_error *err)
                  "forward Euler needs sum of alpha*dt/h^2 over the axes <= 1/2; here it would be "
                  "%.6g",
                  0.5 * dt / c->d.dt_max);
+    /* dt_max in full: rounded to fewer digits it can come out above itself,
+     * and a dt copied from it would be refused again. */
     return heat_error_set(err, HEAT_EINPUT,
-                          "%s%stime.dt = %.9g is above the stability limit dt_max = %.9g (%s): use "
-                          "dt <= %.9g or leave dt out",
+                          "%s%stime.dt = %.9g is above the stability limit dt_max = %.17g (%s): "
+                          "use dt <= %.17g or leave dt out",
                           c->time.dt_where, c->time.dt_where[0] ? ": " : "", dt, c->d.dt_max, why,
                           c->d.dt_max);
 }

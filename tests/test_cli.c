@@ -374,6 +374,47 @@ static void test_dt_above_stability_limit(void **state)
     result_free(&r);
 }
 
+/* The number after `prefix` in text, copied as a user would copy it. */
+static void number_after(char *buf, size_t n, const char *text, const char *prefix)
+{
+    const char *p = strstr(text, prefix);
+    if (!p) fail_msg("no \"%s\" in:\n%s", prefix, text);
+    p += strlen(prefix);
+    size_t len = strspn(p, "0123456789.e-+");
+    if (len == 0 || len >= n) fail_msg("no number after \"%s\" in:\n%s", prefix, text);
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+}
+
+/* The dt_max that heat check prints, and the bound the refusal advises, are
+ * accepted as time.dt. With diffusivity 3, dt_max = 0.5 / 2118 =
+ * 2.3607176581...e-4, which nine digits round up. */
+static void test_dt_max_as_printed_is_accepted(void **state)
+{
+    (void)state;
+    char dir[4096], dt[64], set[96];
+    scratch(dir, sizeof dir, "dt_max_copied");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "check", "d.cfg", "--set", "material.diffusivity=3", NULL);
+    expect_rc(&r, 0);
+    number_after(dt, sizeof dt, r.out, "dt_max          ");
+    result_free(&r);
+    snprintf(set, sizeof set, "time.dt=%s", dt);
+    heat(&r, dir, "check", "d.cfg", "--set", "material.diffusivity=3", "--set", set, NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "material.diffusivity=3", "--set", "time.dt=0.001",
+         NULL);
+    expect_rc(&r, 2);
+    number_after(dt, sizeof dt, r.err, "use dt <= ");
+    result_free(&r);
+    snprintf(set, sizeof set, "time.dt=%s", dt);
+    heat(&r, dir, "check", "d.cfg", "--set", "material.diffusivity=3", "--set", set, NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+}
+
 static void test_output_dir_is_a_file(void **state)
 {
     (void)state;
@@ -846,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_bad_deck_reports_every_problem),
         cmocka_unit_test(test_syntax_error),
         cmocka_unit_test(test_dt_above_stability_limit),
+        cmocka_unit_test(test_dt_max_as_printed_is_accepted),
         cmocka_unit_test(test_output_dir_is_a_file),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_temporal_block),
