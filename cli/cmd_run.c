@@ -44,6 +44,17 @@ const char heat_usage_run[] =
     "exit status: 0 done, 1 runtime failure, 2 bad usage or deck, 3 steady run or an\n"
     "implicit step's solve stalled, 130 / 143 after SIGINT / SIGTERM\n";
 
+/* A stall's advice: more precision helps only a run that is not already in
+ * double, so a double run is told of the tolerance alone. */
+static const char *stall_advice(const heat_case *c, const char *larger, char *buf, size_t n)
+{
+    if (c->solver.precision == HEAT_FLOAT)
+        snprintf(buf, n, "Use double precision (solver.precision = \"double\") or %s", larger);
+    else
+        snprintf(buf, n, "Use %s", larger);
+    return buf;
+}
+
 int heat_cmd_run(const heat_cli_args *a)
 {
     /* First, so that a signal while the deck loads is caught, not fatal. */
@@ -71,22 +82,24 @@ int heat_cmd_run(const heat_cli_args *a)
                 res.signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)res.final_step);
         return 128 + res.signal;
     }
+    char advice[128];
     if (res.reason == HEAT_STOP_STALLED) {
         fprintf(stderr,
                 "heat: the residual stalled at %.6e, above steady.tolerance = %.6e: it set no new "
                 "low in %lld checks (steady.stall_checks), which is what rounding in %s allows "
-                "here; the final state is written. Use double precision or a larger tolerance\n",
+                "here; the final state is written. %s\n",
                 res.last_residual, c.steady.tolerance, (long long)c.steady.stall_checks,
-                heat_precision_name(c.solver.precision));
+                heat_precision_name(c.solver.precision),
+                stall_advice(&c, "a larger tolerance", advice, sizeof advice));
         return 3;
     }
     if (res.reason == HEAT_STOP_SOLVE_STALLED) {
         fprintf(stderr,
                 "heat: step %lld's multigrid solve stalled: the residual came to %.3g relative "
                 "to the right-hand side, not to solver.implicit_tolerance = %.3g; the state at "
-                "that step is written. Use double precision or a larger "
-                "solver.implicit_tolerance\n",
-                (long long)res.final_step, res.mg_reduction, c.solver.implicit_tolerance);
+                "that step is written. %s\n",
+                (long long)res.final_step, res.mg_reduction, c.solver.implicit_tolerance,
+                stall_advice(&c, "a larger solver.implicit_tolerance", advice, sizeof advice));
         return 3;
     }
     return 0;

@@ -224,6 +224,7 @@ static void test_float_stall(void **state)
     EXPECT_ERR(&r, "below what float resolves");
     EXPECT_ERR(&r, "the residual stalled");
     EXPECT_ERR(&r, "steady.stall_checks");
+    EXPECT_ERR(&r, "Use double precision");
     result_free(&r);
     char ckpt[4500], *hist = read_in(out, "history.csv");
     double t, res;
@@ -235,6 +236,15 @@ static void test_float_stall(void **state)
     heat(&r, NULL, "run", deck, "--quiet", "--overwrite", "--set", "solver.precision=double", NULL);
     expect_rc(&r, 0);
     EXPECT_NOT_ERR(&r, "stalled");
+    result_free(&r);
+    /* a double run stalls too below what double resolves, and is not told
+     * to use the precision it already has */
+    heat(&r, NULL, "run", deck, "--quiet", "--overwrite", "--set", "solver.precision=double",
+         "--set", "steady.tolerance=1e-300", NULL);
+    expect_rc(&r, 3);
+    EXPECT_ERR(&r, "the residual stalled");
+    EXPECT_ERR(&r, "Use a larger tolerance");
+    EXPECT_NOT_ERR(&r, "Use double precision");
     result_free(&r);
 }
 
