@@ -247,6 +247,15 @@ static int parse(mg_opts *o, int argc, char **argv)
         }
         long long a, b, c;
         char tail;
+        /* An unknown option is named as such, not as one missing its value. */
+        if (strcmp(s, "--backend") && strcmp(s, "--size") && strcmp(s, "--precision") &&
+            strcmp(s, "--runs") && strcmp(s, "--json")) {
+            fprintf(
+                stderr,
+                "heat bench --multigrid: unknown option %s (see heat bench --multigrid --help)\n",
+                s);
+            return -1;
+        }
         if (!v) {
             fprintf(stderr, "heat bench --multigrid: %s needs a value (see --help)\n", s);
             return -1;

@@ -827,6 +827,25 @@ static void bench_refuses_bad_options(const char *dir)
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--material-blocks 0: expected an integer from 1 to 4096");
     result_free(&r);
+    /* --multigrid: an option it does not know is named as unknown, last on
+     * the line or not, and a known one without its value as such */
+    const char *mg_unknown[] = {"--bogus", "--materials"};
+    for (int i = 0; i < 2; i++) {
+        heat(&r, dir, "bench", "--multigrid", mg_unknown[i], NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "unknown option");
+        EXPECT_ERR(&r, mg_unknown[i]);
+        EXPECT_NOT_ERR(&r, "needs a value");
+        result_free(&r);
+    }
+    heat(&r, dir, "bench", "--multigrid", "--bogus", "1", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "unknown option --bogus");
+    result_free(&r);
+    heat(&r, dir, "bench", "--multigrid", "--runs", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--runs needs a value");
+    result_free(&r);
     /* --temporal: each k from 1 to 8, refused before anything is timed. */
     const char *bad_k[][2] = {{"0", "--temporal 0: "},
                               {"9", "--temporal 9: "},
