@@ -460,7 +460,8 @@ int64_t heat_output_files_written(const heat_output *o)
 {
     heat_output *m = (heat_output *)o; /* the lock is not part of the value */
     pthread_mutex_lock(&m->mu);
-    int64_t n = 1 + o->index_written + o->snapshots + o->checkpoints;
+    /* history.csv, and probes.csv where the deck has probes. */
+    int64_t n = 1 + (o->c->probes.count > 0) + o->index_written + o->snapshots + o->checkpoints;
     pthread_mutex_unlock(&m->mu);
     return n;
 }

@@ -657,9 +657,10 @@ static void summary(run_state *s, heat_run_result *res)
                 res->halo_transfer, res->halo_unpack);
     }
     fprintf(out,
-            "  files written: %lld in %s (history.csv, %s.xmf, %lld snapshot%s, %lld "
+            "  files written: %lld in %s (history.csv, %s%s.xmf, %lld snapshot%s, %lld "
             "checkpoint%s)\n",
-            (long long)res->files, heat_output_dir(s->out), c->name, (long long)snaps,
+            (long long)res->files, heat_output_dir(s->out),
+            c->probes.count > 0 ? "probes.csv, " : "", c->name, (long long)snaps,
             snaps == 1 ? "" : "s", (long long)ckpts, ckpts == 1 ? "" : "s");
 }
 

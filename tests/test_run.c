@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,6 +65,30 @@ static void test_summary(void **state)
     EXPECT_NOT_OUT(&r, "\nstep ");
     EXPECT_NOT_OUT(&r, "ETA");
     assert_string_equal(r.err, "");
+    result_free(&r);
+}
+
+/* The summary's file count is what the run left in output.dir (its lock
+ * aside), probes.csv included. */
+static void test_summary_counts_probes(void **state)
+{
+    (void)state;
+    char dir[4096], res[4200], want[128];
+    scratch(dir, sizeof dir, "summary_probes");
+    write_deck(dir, "d.cfg", "time = { end = 0.01; };",
+               "probes = ( { name = \"mid\"; at = [0.5, 0.5, 0.5]; } );");
+    result r;
+    heat(&r, dir, "run", "d.cfg", NULL);
+    expect_rc(&r, 0);
+    path_in(res, sizeof res, dir, "res");
+    assert_true(exists_in(res, "probes.csv"));
+    DIR *d = opendir(res);
+    assert_non_null(d);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) files += e->d_name[0] != '.';
+    closedir(d);
+    snprintf(want, sizeof want, "files written: %d in res (history.csv, probes.csv, d.xmf,", files);
+    EXPECT_OUT(&r, want);
     result_free(&r);
 }
 
@@ -669,6 +694,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_default_deck),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_summary_counts_probes),
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_refuses_to_overwrite),
         cmocka_unit_test(test_restart),
