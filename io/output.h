@@ -146,8 +146,8 @@ int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, 
  * files are complete on disk. */
 int heat_output_flush(heat_output *o, heat_error *err);
 
-/* Files written so far (history.csv and the index counted once each), and
- * of those the snapshots and checkpoints; exact after a flush. */
+/* Files written so far (history.csv, probes.csv and the index counted once
+ * each), and of those the snapshots and checkpoints; exact after a flush. */
 int64_t heat_output_files_written(const heat_output *o);
 void heat_output_counts(const heat_output *o, int64_t *snapshots, int64_t *checkpoints);
 const char *heat_output_dir(const heat_output *o);
