@@ -47,19 +47,53 @@ static int valid_name(const char *s)
     return 1;
 }
 
-/* Parses one override value: libconfig syntax, or else a bare string. */
-static int parse_value(config_t *tmp, const char *value)
+/* Whether a value is meant as libconfig syntax: one that opens a string,
+ * array, list or group, or ends a statement, is not a bare word, and a
+ * mistake in it must not turn it into a string. */
+static int looks_like_syntax(const char *value)
+{
+    size_t n = strlen(value);
+    while (n && isspace((unsigned char)value[n - 1])) n--;
+    return (value[0] && strchr("\"[({", value[0])) || (n && value[n - 1] == ';');
+}
+
+/* Parses one override value into tmp's setting v: libconfig syntax, or else
+ * a bare word taken as a string. HEAT_EINPUT, naming key and value, for one
+ * that looks like syntax but does not parse. */
+static int parse_value(config_t *tmp, const char *key, const char *value, heat_error *err)
 {
     strbuf b = {0};
     heat_deck_sb_printf(&b, "v = %s;", value);
     char *wide = NULL;
-    heat_error ignored;
-    int ok = b.s && heat_deck_widen_ints(b.s, &wide, "--set", &ignored) == HEAT_OK &&
+    heat_error werr;
+    heat_error_clear(&werr);
+    int ok = b.s && heat_deck_widen_ints(b.s, &wide, "--set", &werr) == HEAT_OK &&
              config_read_string(tmp, wide) == CONFIG_TRUE &&
              config_setting_length(config_root_setting(tmp)) == 1;
     free(wide);
     free(b.s);
-    if (ok) return 1;
+    if (ok) return HEAT_OK;
+    if (looks_like_syntax(value)) {
+        const char *why = werr.code                ? werr.msg
+                          : config_error_text(tmp) ? config_error_text(tmp)
+                                                   : "it does not parse";
+        size_t n = strlen(value);
+        while (n && isspace((unsigned char)value[n - 1])) n--;
+        if (n && value[n - 1] == ';') {
+            size_t m = n - 1;
+            while (m && isspace((unsigned char)value[m - 1])) m--;
+            return heat_error_append(err, HEAT_EINPUT,
+                                     "--set %s=%s: the value ends with ';': give it without, as "
+                                     "--set %s=%.*s",
+                                     key, value, key, (int)m, value);
+        }
+        return heat_error_append(
+            err, HEAT_EINPUT,
+            "--set %s=%s: cannot read the value: %s (expected a number, "
+            "true or false, a \"string\" in both quotes, an [array] of one type, a "
+            "(list) or a {group}; a bare word without quotes is a string)",
+            key, value, why);
+    }
     config_destroy(tmp);
     config_init(tmp);
     b = (strbuf){0};
@@ -68,7 +102,9 @@ static int parse_value(config_t *tmp, const char *value)
     heat_deck_sb_printf(&b, ";");
     ok = b.s && config_read_string(tmp, b.s) == CONFIG_TRUE;
     free(b.s);
-    return ok;
+    return ok ? HEAT_OK
+              : heat_error_append(err, HEAT_EINPUT, "--set %s: cannot read the value %s", key,
+                                  value);
 }
 
 int heat_deck_apply_set(config_t *cfg, const char *set, heat_error *err)
@@ -91,10 +127,10 @@ int heat_deck_apply_set(config_t *cfg, const char *set, heat_error *err)
 
     config_t tmp;
     config_init(&tmp);
-    if (!parse_value(&tmp, value)) {
+    int prc = parse_value(&tmp, key, value, err);
+    if (prc) {
         config_destroy(&tmp);
-        return heat_error_append(err, HEAT_EINPUT, "--set %s: cannot read the value %s", key,
-                                 value);
+        return prc;
     }
     const config_setting_t *src = config_lookup(&tmp, "v");
 

@@ -476,6 +476,16 @@ static void test_set_overrides(void **state)
     result_free(&r);
     assert_true(exists_in(dir, "runs/p2/history.csv"));
     assert_false(exists_in(dir, "res"));
+
+    /* a value missing its closing quote is refused, not taken as a
+     * directory named with the quote */
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=\"runs/p3", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--set output.dir=\"runs/p3: cannot read the value");
+    result_free(&r);
+    assert_false(exists_in(dir, "\"runs"));
+    assert_false(exists_in(dir, "runs/p3"));
+    assert_false(exists_in(dir, "res"));
 }
 
 /* solver.temporal_block: heat check says what it will do (without a GPU), and

@@ -181,6 +181,10 @@ static void test_set_values(void **state)
     load_ok(deck(0), strs, 2, &c, NULL, NULL);
     assert_string_equal(c.output.dir, "runs/a b");
     assert_string_equal(c.name, "trial-2");
+    /* A bare word is a string, a path included. */
+    const char *bare_dir[] = {"output.dir=runs/p2"};
+    load_ok(deck(0), bare_dir, 1, &c, NULL, NULL);
+    assert_string_equal(c.output.dir, "runs/p2");
 
     /* A whole group. */
     const char *group[] = {"boundary.x_lo={ type = \"neumann\"; gradient = 2.0; }"};
@@ -209,6 +213,25 @@ static void test_set_syntax_errors(void **state)
     EXPECT_SET_ERR(scalar_parent, "--set material.diffusivity.x", "'diffusivity'", "not a group");
     const char *bad_key[] = {"time.9=1"};
     EXPECT_SET_ERR(bad_key, "--set time.9", "'9'", "not a valid key");
+    /* A value that opens a string, array, list or group, or ends with ';',
+     * is libconfig syntax: when it does not parse it is an error naming the
+     * key, the value and the problem, not a string. */
+    const char *open_quote[] = {"output.dir=\"runs/p2"};
+    EXPECT_SET_ERR(open_quote, "--set output.dir=\"runs/p2: cannot read the value", "\"string\"");
+    const char *open_array[] = {"output.dir=[1,2"};
+    EXPECT_SET_ERR(open_array, "--set output.dir=[1,2: cannot read the value");
+    const char *mixed[] = {"grid.points=[16,16.0,16]"};
+    const char *mm = EXPECT_SET_ERR(mixed, "--set grid.points=[16,16.0,16]", "mismatched element",
+                                    "[array] of one type");
+    assert_lacks(mm, "\"[16,16.0,16]\"");
+    const char *open_list[] = {"grid.points=(16,"};
+    EXPECT_SET_ERR(open_list, "--set grid.points=(16,: cannot read the value");
+    const char *open_group[] = {"steady={tolerance=1e-3"};
+    EXPECT_SET_ERR(open_group, "--set steady={tolerance=1e-3: cannot read the value");
+    const char *semicolon[] = {"time.end=2.0;"};
+    EXPECT_SET_ERR(semicolon, "--set time.end=2.0;", "ends with ';'", "--set time.end=2.0");
+    const char *word_semicolon[] = {"name=trial ;"};
+    EXPECT_SET_ERR(word_semicolon, "--set name=trial ;", "ends with ';'", "--set name=trial");
     /* Several bad overrides are reported together. */
     const char *two[] = {"time.end", "solver="};
     expect_err(deck(0), two, 2, 2, NEEDLES("--set time.end:", "--set solver=:"));
