@@ -320,8 +320,14 @@ static void v_output(vctx *v, const config_setting_t *root, heat_case *c)
     if (heat_deck_get_string(v, g, "dir", 0, &dir) == 1) {
         if (!dir[0] || strlen(dir) >= HEAT_PATH_MAX - 64)
             heat_deck_bad(v, MEMBER(g, "dir"), "expected a directory path");
-        else
-            snprintf(c->output.dir, sizeof c->output.dir, "%s", dir);
+        else {
+            /* Without its trailing slashes (but "/" itself), so that the
+             * paths joined to it and the sibling a refusal suggests come out
+             * right. */
+            size_t n = strlen(dir);
+            while (n > 1 && dir[n - 1] == '/') n--;
+            snprintf(c->output.dir, sizeof c->output.dir, "%.*s", (int)n, dir);
+        }
     }
     if (heat_deck_get_int(v, g, "every", 0, &c->output.every) == 1 && c->output.every < 0)
         heat_deck_bad(v, MEMBER(g, "every"),

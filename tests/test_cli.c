@@ -431,6 +431,33 @@ static void test_output_dir_is_a_file(void **state)
     result_free(&r);
 }
 
+/* output.dir with a trailing slash: the files' paths have no doubled slash,
+ * and a second run is pointed to a sibling, not a directory inside. */
+static void test_output_dir_trailing_slash(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "dir_slash");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=res/", "--set", "time.max_steps=2",
+         NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    heat(&r, dir, "run", "d.cfg", "--set", "output.dir=res/", "--set", "time.max_steps=3",
+         "--restart", "latest", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "continuing from res/d_ckpt_00000002.vtkhdf");
+    EXPECT_NOT_OUT(&r, "//");
+    EXPECT_NOT_ERR(&r, "//");
+    result_free(&r);
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=res/", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "output.dir=\"res-2\"");
+    EXPECT_NOT_ERR(&r, "res/-2");
+    result_free(&r);
+}
+
 /* ---- --set ------------------------------------------------------------- */
 
 static void test_set_overrides(void **state)
@@ -918,6 +945,7 @@ int main(void)
         cmocka_unit_test(test_dt_above_stability_limit),
         cmocka_unit_test(test_dt_max_as_printed_is_accepted),
         cmocka_unit_test(test_output_dir_is_a_file),
+        cmocka_unit_test(test_output_dir_trailing_slash),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_temporal_block),
         cmocka_unit_test(test_set_bad_value),

@@ -185,6 +185,15 @@ static void test_set_values(void **state)
     const char *bare_dir[] = {"output.dir=runs/p2"};
     load_ok(deck(0), bare_dir, 1, &c, NULL, NULL);
     assert_string_equal(c.output.dir, "runs/p2");
+    /* Trailing slashes go, but "/" stays a directory. */
+    const char *slashes[][2] = {{"output.dir=runs/p2/", "runs/p2"},
+                                {"output.dir=\"runs/p2//\"", "runs/p2"},
+                                {"output.dir=/", "/"},
+                                {"output.dir=\"//\"", "/"}};
+    for (int i = 0; i < 4; i++) {
+        load_ok(deck(0), slashes[i], 1, &c, NULL, NULL);
+        assert_string_equal(c.output.dir, slashes[i][1]);
+    }
 
     /* A whole group. */
     const char *group[] = {"boundary.x_lo={ type = \"neumann\"; gradient = 2.0; }"};
