@@ -25,9 +25,11 @@ static void test_help_main(void **state)
         result r;
         heat(&r, NULL, flags[i], NULL);
         expect_rc(&r, 0);
-        const char *want[] = {"heat run", "heat check", "--set",       "--restart", "--overwrite",
-                              "--quiet",  "--version",  "exit status", "0 done",    "1 runtime",
-                              "2 bad",    "130",        "143",         "SIGINT",    "SIGTERM"};
+        const char *want[] = {"heat run", "heat check", "--set", "--restart", "--overwrite",
+                              "--quiet", "--version", "exit status", "0 done", "1 runtime", "2 bad",
+                              "130", "143", "SIGINT", "SIGTERM",
+                              /* exit status 3 for both kinds of stall, as heat run --help */
+                              "3 steady run or an\n             implicit step's solve stalled"};
         for (size_t k = 0; k < sizeof want / sizeof *want; k++) EXPECT_OUT(&r, want[k]);
         assert_string_equal(r.err, "");
         result_free(&r);
@@ -55,6 +57,7 @@ static void test_help_run(void **state)
                           "0 done",
                           "1 runtime",
                           "2 bad",
+                          "3 steady run or an\nimplicit step's solve stalled",
                           "130",
                           "143"};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) EXPECT_OUT(&r, want[k]);
