@@ -189,6 +189,22 @@ static void test_default_name_from_file(void **state)
                      HEAT_OK);
     assert_string_equal(c.name, "case");
 
+    /* Made safe as DECK.md says: each byte outside A-Z a-z 0-9 _ - . becomes
+     * '_', and a leading '.' too; a leading '.' is no extension. */
+    const char *rewritten[][2] = {{"my deck.cfg", "my_deck"},
+                                  {".hidden.cfg", "_hidden"},
+                                  {".hidden", "_hidden"},
+                                  {"d/a#b+c.v2.cfg", "a_b_c.v2"},
+                                  {"d\xc3\xab"
+                                   "ck.cfg",
+                                   "d__ck"}};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(heat_deck_load_string(deck(L_NAME, "", 0), rewritten[i][0], NULL, 0, &c,
+                                               NULL, NULL, &err),
+                         HEAT_OK);
+        assert_string_equal(c.name, rewritten[i][1]);
+    }
+
     /* A given name wins over the file name. */
     snprintf(path, sizeof path, "%s/other.cfg", dir);
     test_write_file(path, deck(0));
