@@ -78,8 +78,10 @@ static int load_case_from_file(const heat_cli_args *a, heat_case *c, char **text
     heat_error err;
     int rc = heat_file_read_meta(a->restart, &m, &err);
     if (rc) {
+        /* A file the user named that is damaged or unreadable is bad input,
+         * as in heat_run_start_field. */
         fprintf(stderr, "heat: --restart %s: %s\n", a->restart, err.msg);
-        return rc;
+        return 2;
     }
     char origin[HEAT_PATH_MAX + 32];
     snprintf(origin, sizeof origin, "%s (its deck)", a->restart);

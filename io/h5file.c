@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "h5file_impl.h"
@@ -666,6 +667,10 @@ int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
     heat_io_h5_quiet();
     if (access(path, R_OK) != 0)
         return heat_error_set(err, HEAT_EINPUT, "cannot read the file: %s", strerror(errno));
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return heat_error_set(err, HEAT_EINPUT,
+                              "is a directory, not a heat snapshot or checkpoint file");
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
         return heat_error_set(err, HEAT_EINPUT,

@@ -106,10 +106,29 @@ static int check_lock(const char *dir, heat_error *err)
 int heat_output_check_path(const char *dir, heat_error *err)
 {
     struct stat st;
-    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-        return heat_error_set(err, HEAT_EINPUT, "output.dir = \"%s\" exists and is not a directory",
-                              dir);
-    return HEAT_OK;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return heat_error_set(err, HEAT_EINPUT,
+                                  "output.dir = \"%s\" exists and is not a directory", dir);
+        return HEAT_OK;
+    }
+    if (errno != ENOTDIR) return HEAT_OK; /* created later, or heat_output_open says why not */
+    /* A file where the path needs a directory is the deck's mistake, not the
+     * run's: name the first such part. */
+    char part[HEAT_PATH_MAX];
+    snprintf(part, sizeof part, "%s", dir);
+    for (char *p = part + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        int file = stat(part, &st) == 0 && !S_ISDIR(st.st_mode);
+        if (file)
+            return heat_error_set(err, HEAT_EINPUT,
+                                  "output.dir = \"%s\": %s is a file, not a directory, so the "
+                                  "output directory cannot be made under it",
+                                  dir, part);
+        *p = '/';
+    }
+    return heat_error_set(err, HEAT_EINPUT, "output.dir = \"%s\": %s", dir, strerror(ENOTDIR));
 }
 
 int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *err)

@@ -193,6 +193,9 @@ int heat_run_start_field(run_state *s, void *field, restart_file *r, heat_error 
         snprintf(r->path, sizeof r->path, "%s", opt->restart);
         rc = load_restart(s, r->path, field, &r->meta, &mismatch, err);
         r->have = rc == HEAT_OK;
+        /* The user named this file: one that is damaged or cannot be read is
+         * bad input, as it is for initial.path. */
+        if (rc == HEAT_ERUNTIME) rc = err->code = HEAT_EINPUT;
         if (rc) heat_error_prefix(err, "--restart ");
     }
     if (rc) return rc;

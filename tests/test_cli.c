@@ -432,6 +432,48 @@ static void test_output_dir_is_a_file(void **state)
     EXPECT_ERR(&r, "output.dir = \"res\"");
     EXPECT_ERR(&r, "not a directory");
     result_free(&r);
+    /* under that file: a deck error too, for run and check, naming the file */
+    const char *cmds[] = {"run", "check"};
+    for (int i = 0; i < 2; i++) {
+        heat(&r, dir, cmds[i], "d.cfg", "--set", "output.dir=res/a/b", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "output.dir = \"res/a/b\": res is a file, not a directory");
+        result_free(&r);
+    }
+}
+
+/* A truncated checkpoint named to --restart is bad input (2), with or
+ * without a deck, like a file that is not HDF5 at all. */
+static void test_restart_truncated_file(void **state)
+{
+    (void)state;
+    char dir[4096], ckpt[4200], cut[4200];
+    scratch(dir, sizeof dir, "restart_truncated");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "time.max_steps=2", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    path_in(ckpt, sizeof ckpt, dir, "res/d_ckpt_00000002.vtkhdf");
+    path_in(cut, sizeof cut, dir, "cut.vtkhdf");
+    FILE *in = fopen(ckpt, "rb"), *out = fopen(cut, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[2000];
+    assert_int_equal(fread(buf, 1, sizeof buf, in), sizeof buf);
+    assert_int_equal(fwrite(buf, 1, sizeof buf, out), sizeof buf);
+    fclose(in);
+    fclose(out);
+    heat(&r, dir, "run", "-q", "--restart", "cut.vtkhdf", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--restart cut.vtkhdf: corrupt");
+    result_free(&r);
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=res2", "--restart", "cut.vtkhdf",
+         NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--restart cut.vtkhdf: corrupt");
+    result_free(&r);
+    assert_false(exists_in(dir, "res2"));
 }
 
 /* output.dir with a trailing slash: the files' paths have no doubled slash,
@@ -742,6 +784,11 @@ static void info_exit_statuses(const char *dir)
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "which file?");
     result_free(&r);
+    /* a directory is named as one, not as a file that is not HDF5 */
+    heat(&r, dir, "info", "res", NULL);
+    EXPECT_ERR(&r, "res: is a directory");
+    EXPECT_NOT_ERR(&r, "not an HDF5 file");
+    result_free(&r);
 }
 
 /* A damaged file: the last byte of the field's only chunk ends the file
@@ -949,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_dt_max_as_printed_is_accepted),
         cmocka_unit_test(test_output_dir_is_a_file),
         cmocka_unit_test(test_output_dir_trailing_slash),
+        cmocka_unit_test(test_restart_truncated_file),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_temporal_block),
         cmocka_unit_test(test_set_bad_value),

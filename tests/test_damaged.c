@@ -183,9 +183,11 @@ static void test_deck_as_array(void **state)
     test_expect_in("error", err.msg, "reading the deck");
     info_says_damaged(path, "corrupt");
     result res;
+    /* a damaged file the user names to --restart is bad input */
     heat(&res, NULL, "run", "--restart", path, "--quiet", NULL);
-    expect_rc(&res, 1);
+    expect_rc(&res, 2);
     EXPECT_ERR(&res, path);
+    EXPECT_ERR(&res, "corrupt");
     result_free(&res);
     free_case(&r);
 }

@@ -546,8 +546,8 @@ static void test_latest_all_damaged(void **state)
     free(before);
     free(after);
     free(notices);
-    /* and an explicit damaged path is a runtime error too */
-    assert_int_equal(run(&b2, c10, NULL, &rb, NULL, &err), HEAT_ERUNTIME);
+    /* an explicit damaged path is bad input: the user named that file */
+    assert_int_equal(run(&b2, c10, NULL, &rb, NULL, &err), HEAT_EINPUT);
     test_expect_in("error", err.msg, "corrupt");
     free_case(&b1);
     free_case(&b2);
