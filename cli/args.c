@@ -85,7 +85,7 @@ static int load_case_from_file(const heat_cli_args *a, heat_case *c, char **text
     }
     char origin[HEAT_PATH_MAX + 32];
     snprintf(origin, sizeof origin, "%s (its deck)", a->restart);
-    rc = heat_deck_load_string(m.deck, origin, a->sets, a->nsets, c, text, stderr, &err);
+    rc = heat_deck_load_restart(m.deck, origin, a->sets, a->nsets, c, text, stderr, &err);
     heat_file_meta_free(&m);
     if (rc || heat_case_derive(c, &err)) {
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);

@@ -15,14 +15,14 @@
 /* ------------------------------------------------------------------ load */
 
 static int finish(config_t *cfg, const char *origin, const char *const *sets, int nsets,
-                  heat_case *out, char **text_out, FILE *notices, heat_error *err)
+                  heat_case *out, char **text_out, FILE *notices, int restart, heat_error *err)
 {
     for (int i = 0; i < nsets; i++) heat_deck_apply_set(cfg, sets[i], err);
     if (err->code != HEAT_OK) return err->code;
 
     heat_case c;
     memset(&c, 0, sizeof c);
-    vctx v = {origin, err, notices};
+    vctx v = {origin, err, notices, restart};
     heat_deck_validate(&v, cfg, &c);
     if (err->code != HEAT_OK) return err->code;
     *out = c;
@@ -55,16 +55,28 @@ static int parse_text(config_t *cfg, const char *text, const char *origin, const
     return rc;
 }
 
-int heat_deck_load_string(const char *text, const char *origin, const char *const *sets, int nsets,
-                          heat_case *out, char **text_out, FILE *notices, heat_error *err)
+static int load_string(const char *text, const char *origin, const char *const *sets, int nsets,
+                       heat_case *out, char **text_out, FILE *notices, int restart, heat_error *err)
 {
     heat_error_clear(err);
     config_t cfg;
     config_init(&cfg);
     int rc = parse_text(&cfg, text, origin, NULL, err);
-    if (!rc) rc = finish(&cfg, origin, sets, nsets, out, text_out, notices, err);
+    if (!rc) rc = finish(&cfg, origin, sets, nsets, out, text_out, notices, restart, err);
     config_destroy(&cfg);
     return rc;
+}
+
+int heat_deck_load_string(const char *text, const char *origin, const char *const *sets, int nsets,
+                          heat_case *out, char **text_out, FILE *notices, heat_error *err)
+{
+    return load_string(text, origin, sets, nsets, out, text_out, notices, 0, err);
+}
+
+int heat_deck_load_restart(const char *text, const char *origin, const char *const *sets, int nsets,
+                           heat_case *out, char **text_out, FILE *notices, heat_error *err)
+{
+    return load_string(text, origin, sets, nsets, out, text_out, notices, 1, err);
 }
 
 int heat_deck_load(const char *path, const char *const *sets, int nsets, heat_case *out,
@@ -84,7 +96,7 @@ int heat_deck_load(const char *path, const char *const *sets, int nsets, heat_ca
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
     int rc = parse_text(&cfg, text, path, slash ? dir : NULL, err);
-    if (!rc) rc = finish(&cfg, path, sets, nsets, out, text_out, notices, err);
+    if (!rc) rc = finish(&cfg, path, sets, nsets, out, text_out, notices, 0, err);
     config_destroy(&cfg);
     free(text);
     return rc;

@@ -38,4 +38,11 @@ int heat_deck_load(const char *path, const char *const *sets, int nsets, heat_ca
 int heat_deck_load_string(const char *text, const char *origin, const char *const *sets, int nsets,
                           heat_case *out, char **text_out, FILE *notices, heat_error *err);
 
+/* As heat_deck_load_string, for the deck stored in a file that a restart
+ * continues: initial.path is not required to be readable, since a restart
+ * never reads the initial field (its seed file may have moved since, or be
+ * relative to another directory). */
+int heat_deck_load_restart(const char *text, const char *origin, const char *const *sets, int nsets,
+                           heat_case *out, char **text_out, FILE *notices, heat_error *err);
+
 #endif

@@ -41,6 +41,7 @@ typedef struct vctx {
     const char *origin; /* deck file name or description, for messages */
     heat_error *err;
     FILE *notices;
+    int restart; /* the deck of a file a restart continues: its initial field is never read */
 } vctx;
 
 #define MEMBER(g, k) config_setting_get_member((g), (k))

@@ -205,7 +205,9 @@ static void v_initial(vctx *v, const config_setting_t *root, heat_case *c)
             if (!path[0] || strlen(path) >= HEAT_PATH_MAX)
                 heat_deck_bad(v, MEMBER(g, "path"),
                               "expected the path of a snapshot or checkpoint file");
-            else if (access(path, R_OK) != 0)
+            /* A restart never reads the initial field, and its seed file may
+             * have moved since, or be relative to another directory. */
+            else if (!v->restart && access(path, R_OK) != 0)
                 heat_deck_bad(v, MEMBER(g, "path"), "cannot read the file: %s", strerror(errno));
             else
                 snprintf(c->initial.path, sizeof c->initial.path, "%s", path);

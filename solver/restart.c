@@ -49,7 +49,7 @@ static int check_physics(const heat_case *c, const heat_file_meta *m, heat_error
     if (!fc) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     heat_error diff;
     heat_error_clear(&diff);
-    int rc = heat_deck_load_string(m->deck, "the file's deck", NULL, 0, fc, NULL, NULL, &diff);
+    int rc = heat_deck_load_restart(m->deck, "the file's deck", NULL, 0, fc, NULL, NULL, &diff);
     if (rc)
         heat_error_set(&diff, HEAT_EINPUT, "  its deck does not load: %s", diff.msg);
     else

@@ -326,6 +326,48 @@ static void test_restart(void **state)
 
 /* ---- stop reasons, history.csv ----------------------------------------- */
 
+/* A restart never reads the initial field: a run seeded from a file
+ * continues after that file moved, with its deck or with the file's own. */
+static void test_restart_after_seed_moved(void **state)
+{
+    (void)state;
+    char dir[4096], from[4200], to[4200];
+    scratch(dir, sizeof dir, "seed moved");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=src", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    path_in(from, sizeof from, dir, "src/d_00000016.vtkhdf");
+    path_in(to, sizeof to, dir, "seed.vtkhdf");
+    assert_int_equal(rename(from, to), 0);
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=f", "--set",
+         "initial={type=\"file\"; path=\"seed.vtkhdf\";}", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    path_in(from, sizeof from, dir, "moved.vtkhdf");
+    assert_int_equal(rename(to, from), 0);
+
+    heat(&r, dir, "run", "--restart", "f/d_ckpt_00000016.vtkhdf", "--set", "time.end=0.02", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "reached time.end at step 32");
+    result_free(&r);
+    heat(&r, dir, "run", "d.cfg", "--set", "output.dir=f", "--restart", "latest", "--set",
+         "time.end=0.03", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "continuing from f/d_ckpt_00000032.vtkhdf");
+    EXPECT_NOT_ERR(&r, "materials, regions and sources");
+    result_free(&r);
+
+    /* a fresh run still needs the file */
+    heat(&r, dir, "run", "d.cfg", "--set", "output.dir=g", "--set",
+         "initial={type=\"file\"; path=\"seed.vtkhdf\";}", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "initial.path = \"seed.vtkhdf\": cannot read the file");
+    result_free(&r);
+    assert_false(exists_in(dir, "g"));
+}
+
 static void test_stop_at_end_time(void **state)
 {
     (void)state;
@@ -698,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_refuses_to_overwrite),
         cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_restart_after_seed_moved),
         cmocka_unit_test(test_stop_at_end_time),
         cmocka_unit_test(test_stop_at_max_steps),
         cmocka_unit_test(test_stop_at_steady_state),
