@@ -391,7 +391,7 @@ int heat_cmd_check(const heat_cli_args *a)
     print_output(&c);
     print_floor(&c);
     print_split(&c, n, ranks);
-    if (heat_output_check_dir(c.output.dir, HEAT_OUTPUT_NEW, &err))
+    if (heat_output_check_dir(c.output.dir, c.name, HEAT_OUTPUT_NEW, &err))
         printf("note            %s\n", err.msg);
     return 0;
 }

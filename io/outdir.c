@@ -50,6 +50,22 @@ int heat_outdir_parse(const char *file, const char *name, int64_t *step, heat_fi
     return 1;
 }
 
+/* The run name in a file name of heat's own patterns, `<name>.xmf`,
+ * `<name>_<digits>.vtkhdf` and `<name>_ckpt_<digits>.vtkhdf`: its length, or
+ * 0 when `file` is none of them. */
+static size_t run_name_length(const char *file)
+{
+    size_t n = strlen(file);
+    if (n > 4 && strcmp(file + n - 4, ".xmf") == 0) return n - 4;
+    if (n <= 7 || strcmp(file + n - 7, ".vtkhdf") != 0) return 0;
+    size_t d = n - 7;
+    while (d > 0 && file[d - 1] >= '0' && file[d - 1] <= '9') d--;
+    if (n - 7 - d < 8 || n - 7 - d > 18 || d < 2 || file[d - 1] != '_') return 0;
+    d--;
+    if (d > 5 && strncmp(file + d - 5, "_ckpt", 5) == 0) d -= 5;
+    return d;
+}
+
 int heat_outdir_is_run_file(const char *name)
 {
     size_t n = strlen(name);
@@ -131,21 +147,42 @@ int heat_output_check_path(const char *dir, heat_error *err)
     return heat_error_set(err, HEAT_EINPUT, "output.dir = \"%s\": %s", dir, strerror(ENOTDIR));
 }
 
-int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *err)
+int heat_output_check_dir(const char *dir, const char *name, heat_output_mode mode, heat_error *err)
 {
     int rc = heat_output_check_path(dir, err);
     if (!rc) rc = check_lock(dir, err);
-    if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, err);
+    if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, NULL, err);
+    if (!rc && mode == HEAT_OUTPUT_CONTINUE) rc = heat_outdir_check_other_run(dir, name, err);
     return rc;
 }
 
-int heat_outdir_check_other_run(const char *dir, heat_error *err)
+/* A restart into a directory of another run would mix the two runs' files
+ * and rewrite that run's history.csv: refused. */
+static int other_name(const char *dir, const char *file, size_t len, const char *name,
+                      heat_error *err)
+{
+    return heat_error_set(err, HEAT_EINPUT,
+                          "output.dir = \"%s\" holds another run, \"%.*s\" (%s): a restart "
+                          "continues only a run of its own name, \"%s\": choose another "
+                          "output.dir, or the deck of that run",
+                          dir, (int)len, file, file, name);
+}
+
+int heat_outdir_check_other_run(const char *dir, const char *name, heat_error *err)
 {
     int rc = HEAT_OK;
     DIR *d = opendir(dir);
     if (!d) return HEAT_OK; /* heat_output_open reports the reason */
     struct dirent *e;
     while ((e = readdir(d))) {
+        if (name) {
+            size_t len = run_name_length(e->d_name);
+            if (len && (len != strlen(name) || strncmp(e->d_name, name, len) != 0)) {
+                rc = other_name(dir, e->d_name, len, name, err);
+                break;
+            }
+            continue;
+        }
         if (heat_outdir_is_run_file(e->d_name)) {
             rc = heat_error_set(err, HEAT_EINPUT,
                                 "output.dir = \"%s\" already holds another run (%s): use "

@@ -86,9 +86,12 @@ typedef struct heat_output_options {
  * when it exists and is not a directory; when a live run holds it (its lock,
  * naming the pid); when it holds another run's files (history.csv, *.vtkhdf,
  * *.xmf) and mode is HEAT_OUTPUT_NEW, naming a file found and the ways out
- * (--overwrite, --restart, another output.dir). Used by `heat check` and
- * before a run starts; heat_output_open takes the lock itself. */
-int heat_output_check_dir(const char *dir, heat_output_mode mode, heat_error *err);
+ * (--overwrite, --restart, another output.dir); when it holds snapshots,
+ * checkpoints or an index of a run not named `name` and mode is
+ * HEAT_OUTPUT_CONTINUE. Used by `heat check` and before a run starts;
+ * heat_output_open takes the lock itself. */
+int heat_output_check_dir(const char *dir, const char *name, heat_output_mode mode,
+                          heat_error *err);
 
 /* Only the first of those checks: HEAT_EINPUT when `dir` exists and is not a
  * directory (what `heat check` refuses; the rest it reports as notes). */

@@ -28,9 +28,11 @@ int heat_outdir_is_leftover(const char *file);
  * locks: a notice, and the run goes on unlocked. *fd is -1 when unlocked. */
 int heat_outdir_lock(const char *dir, FILE *notices, int *fd, heat_error *err);
 
-/* HEAT_EINPUT when `dir` holds another run's files (history.csv, *.vtkhdf,
- * *.xmf), naming one and the ways out. */
-int heat_outdir_check_other_run(const char *dir, heat_error *err);
+/* HEAT_EINPUT when `dir` holds another run's files, naming one and the ways
+ * out. `name` NULL: any run's files (history.csv, *.vtkhdf, *.xmf); else
+ * snapshots, checkpoints or an index of a run named otherwise (a restart of
+ * run `name`). */
+int heat_outdir_check_other_run(const char *dir, const char *name, heat_error *err);
 
 /* Releases the hold (the lock file stays, emptied: a clean end). */
 void heat_outdir_unlock(int fd);

@@ -695,8 +695,9 @@ int heat_run(const heat_case *deck_case, const char *deck_text, const heat_run_o
     heat_par *par = heat_par_world();
     /* Everything that can be refused is checked before anything is written
      * (the directory by rank 0, for every rank). */
-    int rc =
-        heat_par_rank(par) == 0 ? heat_output_check_dir(deck_case->output.dir, mode, err) : HEAT_OK;
+    int rc = heat_par_rank(par) == 0
+                 ? heat_output_check_dir(deck_case->output.dir, deck_case->name, mode, err)
+                 : HEAT_OK;
     if ((rc = heat_par_agree(par, rc, err))) return rc;
     run_state s = {.opt = opt,
                    .last_snapshot = -1,

@@ -368,6 +368,49 @@ static void test_restart_after_seed_moved(void **state)
     assert_false(exists_in(dir, "g"));
 }
 
+/* A restart continues only a run of its own name: in a directory of another
+ * run it is refused, and that run's files stay as they were. */
+static void test_restart_refuses_other_run(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "restart other run");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "time.max_steps=3", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=elsewhere", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    char *before = read_in(dir, "res/history.csv");
+
+    heat(&r, dir, "run", "d.cfg", "--set", "name=other", "--restart", "latest", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "output.dir = \"res\" holds another run, \"d\"");
+    EXPECT_ERR(&r, "only a run of its own name, \"other\"");
+    EXPECT_NOT_ERR(&r, "no checkpoint");
+    result_free(&r);
+    heat(&r, dir, "run", "d.cfg", "--set", "name=third", "--restart",
+         "elsewhere/d_ckpt_00000016.vtkhdf", "--set", "time.end=0.02", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "holds another run, \"d\"");
+    result_free(&r);
+    char *after = read_in(dir, "res/history.csv");
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+    assert_false(exists_in(dir, "res/other.xmf"));
+    assert_false(exists_in(dir, "res/third.xmf"));
+    assert_false(exists_in(dir, "res/other_00000000.vtkhdf"));
+
+    /* the run of that name still continues */
+    heat(&r, dir, "run", "d.cfg", "-q", "--restart", "latest", "--set", "time.max_steps=4", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    assert_true(exists_in(dir, "res/d_ckpt_00000004.vtkhdf"));
+}
+
 static void test_stop_at_end_time(void **state)
 {
     (void)state;
@@ -741,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_refuses_to_overwrite),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_restart_after_seed_moved),
+        cmocka_unit_test(test_restart_refuses_other_run),
         cmocka_unit_test(test_stop_at_end_time),
         cmocka_unit_test(test_stop_at_max_steps),
         cmocka_unit_test(test_stop_at_steady_state),
