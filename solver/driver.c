@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "deck.h"
@@ -233,6 +234,22 @@ static int open_output(run_state *s, const char *deck_text, heat_output_mode mod
     return rc;
 }
 
+/* Whether `path` is this run's checkpoint of its step in output.dir (the
+ * same file, however the path is written); rank 0 looks, every rank agrees. */
+static int is_own_checkpoint(run_state *s, const char *path)
+{
+    double own = 0;
+    if (heat_par_rank(s->par) == 0) {
+        char mine[HEAT_PATH_MAX + HEAT_NAME_MAX + 64];
+        heat_output_checkpoint_path(mine, sizeof mine, s->c->output.dir, s->c->name, s->step);
+        struct stat a, b;
+        own = stat(path, &a) == 0 && stat(mine, &b) == 0 && a.st_dev == b.st_dev &&
+              a.st_ino == b.st_ino;
+    }
+    if (s->par) heat_par_bcast(s->par, &own, sizeof own);
+    return own != 0;
+}
+
 /* The starting field, the backend holding it, and the output directory. */
 static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, heat_error *err)
 {
@@ -255,8 +272,10 @@ static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, 
     free(field);
     if (!rc) rc = open_output(s, deck_text, mode, err);
     /* The file restarted from is where it was; no need to write it again
-     * when it is one of this run's checkpoints. */
-    if (!rc && r.have && r.meta.kind == HEAT_FILE_CHECKPOINT) s->last_checkpoint = s->step;
+     * when it is one of this run's checkpoints. One elsewhere is not: a later
+     * --restart latest in output.dir must find this state there. */
+    if (!rc && r.have && r.meta.kind == HEAT_FILE_CHECKPOINT && is_own_checkpoint(s, r.path))
+        s->last_checkpoint = s->step;
     if (!rc && !s->opt->quiet) {
         fprintf(s->opt->out, "heat: %s: %lld x %lld x %lld points, dt %.6g, on %s", c->name,
                 (long long)c->grid.n[0], (long long)c->grid.n[1], (long long)c->grid.n[2], c->d.dt,

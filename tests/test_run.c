@@ -411,6 +411,31 @@ static void test_restart_refuses_other_run(void **state)
     assert_true(exists_in(dir, "res/d_ckpt_00000004.vtkhdf"));
 }
 
+/* A restart from a checkpoint at the deck's end into another output.dir
+ * still leaves a checkpoint there, so that --restart latest there goes on. */
+static void test_restart_at_end_into_new_dir(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "restart new dir");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "-q", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "output.dir=b", "--restart",
+         "res/d_ckpt_00000016.vtkhdf", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    assert_true(exists_in(dir, "b/d_ckpt_00000016.vtkhdf"));
+    heat(&r, dir, "run", "d.cfg", "--set", "output.dir=b", "--restart", "latest", "--set",
+         "time.end=0.02", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "continuing from b/d_ckpt_00000016.vtkhdf at step 16");
+    EXPECT_NOT_ERR(&r, "no checkpoint");
+    result_free(&r);
+}
+
 static void test_stop_at_end_time(void **state)
 {
     (void)state;
@@ -785,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_restart_after_seed_moved),
         cmocka_unit_test(test_restart_refuses_other_run),
+        cmocka_unit_test(test_restart_at_end_into_new_dir),
         cmocka_unit_test(test_stop_at_end_time),
         cmocka_unit_test(test_stop_at_max_steps),
         cmocka_unit_test(test_stop_at_steady_state),
