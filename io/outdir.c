@@ -68,11 +68,7 @@ static size_t run_name_length(const char *file)
 
 int heat_outdir_is_run_file(const char *name)
 {
-    size_t n = strlen(name);
-    if (strcmp(name, "history.csv") == 0) return 1;
-    if (n > 7 && strcmp(name + n - 7, ".vtkhdf") == 0) return 1;
-    if (n > 4 && strcmp(name + n - 4, ".xmf") == 0) return 1;
-    return 0;
+    return strcmp(name, "history.csv") == 0 || run_name_length(name) > 0;
 }
 
 int heat_outdir_is_leftover(const char *name)
@@ -276,6 +272,32 @@ int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (unlink(path) != 0 && errno != ENOENT) {
             rc = heat_error_set(err, HEAT_ERUNTIME, "%s: cannot remove %s: %s", why, path,
+                                strerror(errno));
+            break;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int heat_outdir_remove_runs(const char *dir, const char *keep, heat_error *err)
+{
+    struct stat ks;
+    const int have_keep = keep && stat(keep, &ks) == 0;
+    DIR *d = opendir(dir);
+    if (!d) return HEAT_OK;
+    struct dirent *e;
+    int rc = HEAT_OK;
+    while ((e = readdir(d))) {
+        if (!heat_outdir_is_run_file(e->d_name)) continue;
+        char path[HEAT_PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        /* The run reads its initial field before it writes: never delete it. */
+        struct stat st;
+        if (have_keep && stat(path, &st) == 0 && st.st_dev == ks.st_dev && st.st_ino == ks.st_ino)
+            continue;
+        if (unlink(path) != 0 && errno != ENOENT) {
+            rc = heat_error_set(err, HEAT_ERUNTIME, "--overwrite: cannot remove %s: %s", path,
                                 strerror(errno));
             break;
         }

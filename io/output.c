@@ -192,9 +192,11 @@ static int start_writer(heat_output *o, heat_error *err)
 /* The directory ready for this run: made, locked for the run's life
  * (*lock_fd), the earlier run's files gone (--overwrite), a killed run's
  * temporary files gone. */
-static int prepare_dir(const char *dir, const char *name, heat_output_mode mode, FILE *notices,
-                       int *lock_fd, heat_error *err)
+static int prepare_dir(const heat_case *c, heat_output_mode mode, FILE *notices, int *lock_fd,
+                       heat_error *err)
 {
+    const char *dir = c->output.dir, *name = c->name;
+    const char *initial = c->initial.type == HEAT_INIT_FILE ? c->initial.path : NULL;
     *lock_fd = -1;
     int rc = heat_output_check_dir(dir, name, mode, err);
     if (!rc) rc = heat_outdir_make(dir, err);
@@ -202,8 +204,7 @@ static int prepare_dir(const char *dir, const char *name, heat_output_mode mode,
     /* Checked again under the lock: another run may have started meanwhile. */
     if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, NULL, err);
     if (!rc && mode == HEAT_OUTPUT_CONTINUE) rc = heat_outdir_check_other_run(dir, name, err);
-    if (!rc && mode == HEAT_OUTPUT_OVERWRITE)
-        rc = heat_outdir_remove(dir, heat_outdir_is_run_file, "--overwrite", err);
+    if (!rc && mode == HEAT_OUTPUT_OVERWRITE) rc = heat_outdir_remove_runs(dir, initial, err);
     if (!rc)
         rc = heat_outdir_remove(dir, heat_outdir_is_leftover,
                                 "removing a killed run's temporary file", err);
@@ -236,8 +237,7 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
     /* Under MPI rank 0 owns the directory (its lock, history, index). */
     const int follower = opt->dist && heat_h5dist_rank(opt->dist) != 0;
     int lock_fd = -1;
-    int rc = follower ? HEAT_OK
-                      : prepare_dir(c->output.dir, c->name, opt->mode, opt->notices, &lock_fd, err);
+    int rc = follower ? HEAT_OK : prepare_dir(c, opt->mode, opt->notices, &lock_fd, err);
     heat_output *o = rc ? NULL : calloc(1, sizeof *o);
     if (!o) {
         heat_outdir_unlock(lock_fd);

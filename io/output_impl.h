@@ -16,8 +16,10 @@
  * `<name>_ckpt_<digits>.vtkhdf` (a checkpoint): 1 with its step and kind. */
 int heat_outdir_parse(const char *file, const char *name, int64_t *step, heat_file_kind *kind);
 
-/* Files that mark a directory as holding a run of ours; temporary files of
- * ours that a killed run may have left behind. */
+/* Files that mark a directory as holding a run of ours (history.csv and
+ * heat's own names: `<name>.xmf`, `<name>_<digits>.vtkhdf`,
+ * `<name>_ckpt_<digits>.vtkhdf`); temporary files of ours that a killed run
+ * may have left behind. */
 int heat_outdir_is_run_file(const char *file);
 int heat_outdir_is_leftover(const char *file);
 
@@ -36,6 +38,11 @@ int heat_outdir_check_other_run(const char *dir, const char *name, heat_error *e
 
 /* Releases the hold (the lock file stays, emptied: a clean end). */
 void heat_outdir_unlock(int fd);
+
+/* --overwrite: removes the run files (heat_outdir_is_run_file) of `dir`,
+ * except the file `keep` (the run's initial field; NULL: none), whatever its
+ * path. HEAT_ERUNTIME naming a file that cannot be removed. */
+int heat_outdir_remove_runs(const char *dir, const char *keep, heat_error *err);
 
 /* mkdir -p; HEAT_ERUNTIME naming the directory that cannot be made. */
 int heat_outdir_make(const char *dir, heat_error *err);

@@ -170,6 +170,36 @@ static void test_refuses_to_overwrite(void **state)
     assert_true(exists_in(dir, "res/notes.txt"));
 }
 
+/* --overwrite removes the files of heat's own names only, and never the
+ * run's initial field, even when that is one of them. */
+static void test_overwrite_keeps_others(void **state)
+{
+    (void)state;
+    char dir[4096], p[4200];
+    scratch(dir, sizeof dir, "overwrite keeps");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "-q", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    path_in(p, sizeof p, dir, "res/notes.vtkhdf");
+    test_write_file(p, "mine\n");
+    path_in(p, sizeof p, dir, "res/d_notes.vtkhdf");
+    test_write_file(p, "mine\n");
+    heat(&r, dir, "run", "d.cfg", "-q", "--overwrite", "--set", "time.max_steps=2", "--set",
+         "initial={type=\"file\"; path=\"res/d_00000016.vtkhdf\";}", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    assert_true(exists_in(dir, "res/d_00000016.vtkhdf"));
+    assert_true(exists_in(dir, "res/notes.vtkhdf"));
+    assert_true(exists_in(dir, "res/d_notes.vtkhdf"));
+    assert_false(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
+    assert_true(exists_in(dir, "res/d_ckpt_00000002.vtkhdf"));
+    char *csv = read_in(dir, "res/history.csv");
+    assert_int_equal(last_history_row(csv, NULL, NULL), 2);
+    free(csv);
+}
+
 /* The rows of history.csv whose step is `step`: how many, and how many of
  * them carry a residual. */
 static void history_rows_at(const char *csv, long long step, int *rows, int *with_residual)
@@ -807,6 +837,7 @@ int main(void)
         cmocka_unit_test(test_summary_counts_probes),
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_refuses_to_overwrite),
+        cmocka_unit_test(test_overwrite_keeps_others),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_restart_after_seed_moved),
         cmocka_unit_test(test_restart_refuses_other_run),
