@@ -381,6 +381,16 @@ int heat_cmd_check(const heat_cli_args *a)
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;
     }
+    /* What heat run refuses when it sets up: a CPU run is known from the deck
+     * (or from a build without CUDA); the files' writing only where the run
+     * has several processes. */
+    const int on_cpu = c.solver.backend == HEAT_BACKEND_CPU ||
+                       (c.solver.backend == HEAT_BACKEND_AUTO && !heat_backend_has_gpu_build());
+    if (heat_backend_check_transport(&c, on_cpu, &err) ||
+        (n > 1 && heat_output_check_parallel_io(&c, &err))) {
+        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
+        return 2;
+    }
     heat_materials_survey sv;
     if (survey(&c, &sv) || multigrid_balance(&c)) return 2;
     printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");

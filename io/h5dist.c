@@ -27,6 +27,7 @@
 #include "h5file_impl.h"
 #include "h5part.h"
 #include "io_util.h"
+#include "output.h"
 
 #define TAG_PIECE 7301
 
@@ -69,14 +70,8 @@ int heat_h5dist_create(const heat_case *c, const heat_part *part, MPI_Comm comm,
                        heat_error *err)
 {
     *out = NULL;
-#ifndef H5_HAVE_PARALLEL
-    if (c->parallel.io == HEAT_PIO_COLLECTIVE)
-        return heat_error_set(err, HEAT_EINPUT,
-                              "parallel.io = \"collective\" needs a parallel HDF5, but this heat "
-                              "was built with a serial HDF5 (%d.%d.%d): use \"auto\" or "
-                              "\"aggregated\"",
-                              H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE);
-#endif
+    int rc = heat_output_check_parallel_io(c, err);
+    if (rc) return rc;
     heat_h5dist *d = calloc(1, sizeof *d);
     if (!d) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     MPI_Comm_dup(comm, &d->comm);

@@ -783,3 +783,19 @@ void heat_file_meta_free(heat_file_meta *m)
     free(m->deck);
     m->deck = NULL;
 }
+
+int heat_output_check_parallel_io(const heat_case *c, heat_error *err)
+{
+#ifndef H5_HAVE_PARALLEL
+    if (c->parallel.io == HEAT_PIO_COLLECTIVE)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "parallel.io = \"collective\" needs a parallel HDF5, but this heat "
+                              "was built with a serial HDF5 (%d.%d.%d): use \"auto\" or "
+                              "\"aggregated\"",
+                              H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE);
+#else
+    (void)c;
+    (void)err;
+#endif
+    return HEAT_OK;
+}

@@ -93,6 +93,11 @@ typedef struct heat_output_options {
 int heat_output_check_dir(const char *dir, const char *name, heat_output_mode mode,
                           heat_error *err);
 
+/* HEAT_EINPUT when parallel.io = "collective" and this heat's HDF5 is not
+ * parallel: a deck error for a run over several processes (`heat check`
+ * applies it where it knows the run has them). */
+int heat_output_check_parallel_io(const heat_case *c, heat_error *err);
+
 /* Only the first of those checks: HEAT_EINPUT when `dir` exists and is not a
  * directory (what `heat check` refuses; the rest it reports as notes). */
 int heat_output_check_path(const char *dir, heat_error *err);

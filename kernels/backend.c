@@ -122,6 +122,15 @@ static int part_wants_gpu(const heat_case *c, const heat_halo_comm *comm, FILE *
     return all;
 }
 
+int heat_backend_check_transport(const heat_case *c, int on_cpu, heat_error *err)
+{
+    if (on_cpu && c->parallel.transport == HEAT_TRANSPORT_NCCL)
+        return heat_error_set(err, HEAT_EINPUT,
+                              "parallel.transport = \"nccl\" moves halos between GPUs, but this "
+                              "run is on the CPU: use \"auto\" or \"mpi\"");
+    return HEAT_OK;
+}
+
 int heat_backend_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
                              FILE *notices, heat_backend **out, heat_error *err)
 {
@@ -150,13 +159,8 @@ int heat_backend_create_part(const heat_case *c, const heat_part *part, const he
         return rc;
 #endif
     }
-    if (c->parallel.transport == HEAT_TRANSPORT_NCCL) {
-        rc = heat_error_set(err, HEAT_EINPUT,
-                            "parallel.transport = \"nccl\" moves halos between GPUs, but this "
-                            "run is on the CPU: use \"auto\" or \"mpi\"");
-    } else {
-        rc = heat_cpu_part_create(c, part, comm, out, err);
-    }
+    rc = heat_backend_check_transport(c, 1, err);
+    if (!rc) rc = heat_cpu_part_create(c, part, comm, out, err);
     if (!comm->all_ok(comm->ctx, rc == HEAT_OK) && rc == HEAT_OK) {
         heat_backend_destroy(*out);
         *out = NULL;

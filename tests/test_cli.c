@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "cli_helpers.h"
+#include "heat_case.h"
+#include "output.h"
 
 /* ---- help, version, usage ---------------------------------------------- */
 
@@ -273,6 +275,43 @@ static void test_check_invalid_deck(void **state)
     EXPECT_NOT_OUT(&r, "valid");
     result_free(&r);
     assert_false(exists_in(dir, "res"));
+}
+
+/* What heat run refuses as deck errors when it sets up, check refuses too:
+ * "nccl" on the CPU backend, and "collective" files over several processes
+ * where this heat's HDF5 is serial (the same function decides). */
+static void test_check_refuses_what_run_refuses(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "check refuses");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "check", "d.cfg", "--set", "parallel.transport=\"nccl\"", "--set",
+         "solver.backend=\"cpu\"", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "parallel.transport = \"nccl\" moves halos between GPUs, but this run is on "
+                   "the CPU: use \"auto\" or \"mpi\"");
+    EXPECT_NOT_OUT(&r, "valid");
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "parallel.transport=\"mpi\"", "--set",
+         "solver.backend=\"cpu\"", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+
+    heat_case c;
+    memset(&c, 0, sizeof c);
+    c.parallel.io = HEAT_PIO_COLLECTIVE;
+    heat_error err;
+    const int serial = heat_output_check_parallel_io(&c, &err) != HEAT_OK;
+    heat(&r, dir, "check", "d.cfg", "--set", "parallel.io=\"collective\"", "--ranks", "2", NULL);
+    expect_rc(&r, serial ? 2 : 0);
+    if (serial) EXPECT_ERR(&r, "parallel.io = \"collective\" needs a parallel HDF5");
+    result_free(&r);
+    /* one process writes its files alone: nothing to refuse */
+    heat(&r, dir, "check", "d.cfg", "--set", "parallel.io=\"collective\"", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
 }
 
 /* ---- bad decks: exit 2 and nothing written ------------------------------- */
@@ -990,6 +1029,7 @@ int main(void)
         cmocka_unit_test(test_check_multigrid),
         cmocka_unit_test(test_check_default_deck),
         cmocka_unit_test(test_check_invalid_deck),
+        cmocka_unit_test(test_check_refuses_what_run_refuses),
         cmocka_unit_test(test_bad_deck_reports_every_problem),
         cmocka_unit_test(test_syntax_error),
         cmocka_unit_test(test_dt_above_stability_limit),
