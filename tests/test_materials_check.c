@@ -712,7 +712,9 @@ static void test_restart_keeps_materials(void **state)
         heat(&r, dir, "run", runs[i][0], "--quiet", "--overwrite", NULL);
         expect_rc(&r, 0);
         result_free(&r);
-        heat(&r, dir, "run", "d.cfg", "--restart", runs[i][1], "--quiet", NULL);
+        /* Into a directory of its own: "res" holds the other run. */
+        heat(&r, dir, "run", "d.cfg", "--restart", runs[i][1], "--set", "output.dir=res_d",
+             "--quiet", NULL);
         expect_rc(&r, 2);
         STDERR_HAS(&r, "does not match the checkpoint's materials, regions and sources");
         STDERR_HAS(&r, why[i]);
