@@ -598,6 +598,9 @@ static int time_loop(run_state *s, heat_run_result *res, heat_error *err)
         const int kinds = stopped ? 0 : due_outputs(s, s->t0 + wall);
         /* history.csv is rank 0's: its failure stops every rank. */
         if (check && (rc = agree(s, check_rows(s, wall, stopped || kinds, err), err))) return rc;
+        /* A signal stops the run off the check steps too: the row of its last
+         * step, without a residual (none was computed there). */
+        if (!check && stopped && (rc = history_row(s, NAN, wall, err))) return rc;
         const double rate = (double)(s->step - res->start_step) / (wall > 0 ? wall : 1e-9);
         heat_progress_update(&s->progress, s->t0 + wall, s->step, stop, heat_case_time(c, s->step),
                              rate, rate * (double)c->d.points / 1e9, s->residual);

@@ -788,6 +788,10 @@ static void expect_checkpoint_continues(const char *dir, long long stop, const c
     EXPECT_OUT(&r, want_step);
     EXPECT_OUT(&r, "checksum        verified");
     result_free(&r);
+    /* history.csv has a row of the step the run stopped at */
+    char *csv = read_in(dir, "res/history.csv");
+    assert_int_equal(last_history_row(csv, NULL, NULL), stop);
+    free(csv);
     char max_steps[64];
     snprintf(max_steps, sizeof max_steps, "time.max_steps=%lld", stop + 3);
     heat(&r, dir, "run", "long.cfg", "--set", "grid.points=[64,64,64]", "--restart", "latest",
