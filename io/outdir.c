@@ -259,28 +259,8 @@ int heat_outdir_make(const char *dir, heat_error *err)
     return HEAT_OK;
 }
 
-int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *why,
-                       heat_error *err)
-{
-    DIR *d = opendir(dir);
-    if (!d) return HEAT_OK;
-    struct dirent *e;
-    int rc = HEAT_OK;
-    while ((e = readdir(d))) {
-        if (!which(e->d_name)) continue;
-        char path[HEAT_PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) != 0 && errno != ENOENT) {
-            rc = heat_error_set(err, HEAT_ERUNTIME, "%s: cannot remove %s: %s", why, path,
-                                strerror(errno));
-            break;
-        }
-    }
-    closedir(d);
-    return rc;
-}
-
-int heat_outdir_remove_runs(const char *dir, const char *keep, heat_error *err)
+int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *keep,
+                       const char *why, heat_error *err)
 {
     struct stat ks;
     const int have_keep = keep && stat(keep, &ks) == 0;
@@ -289,15 +269,15 @@ int heat_outdir_remove_runs(const char *dir, const char *keep, heat_error *err)
     struct dirent *e;
     int rc = HEAT_OK;
     while ((e = readdir(d))) {
-        if (!heat_outdir_is_run_file(e->d_name)) continue;
+        if (!which(e->d_name)) continue;
         char path[HEAT_PATH_MAX + 256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        /* The run reads its initial field before it writes: never delete it. */
+        /* `keep` compared as a file, whatever path names it */
         struct stat st;
         if (have_keep && stat(path, &st) == 0 && st.st_dev == ks.st_dev && st.st_ino == ks.st_ino)
             continue;
         if (unlink(path) != 0 && errno != ENOENT) {
-            rc = heat_error_set(err, HEAT_ERUNTIME, "--overwrite: cannot remove %s: %s", path,
+            rc = heat_error_set(err, HEAT_ERUNTIME, "%s: cannot remove %s: %s", why, path,
                                 strerror(errno));
             break;
         }

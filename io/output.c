@@ -204,9 +204,10 @@ static int prepare_dir(const heat_case *c, heat_output_mode mode, FILE *notices,
     /* Checked again under the lock: another run may have started meanwhile. */
     if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, NULL, err);
     if (!rc && mode == HEAT_OUTPUT_CONTINUE) rc = heat_outdir_check_other_run(dir, name, err);
-    if (!rc && mode == HEAT_OUTPUT_OVERWRITE) rc = heat_outdir_remove_runs(dir, initial, err);
+    if (!rc && mode == HEAT_OUTPUT_OVERWRITE)
+        rc = heat_outdir_remove(dir, heat_outdir_is_run_file, initial, "--overwrite", err);
     if (!rc)
-        rc = heat_outdir_remove(dir, heat_outdir_is_leftover,
+        rc = heat_outdir_remove(dir, heat_outdir_is_leftover, NULL,
                                 "removing a killed run's temporary file", err);
     return rc;
 }

@@ -39,18 +39,15 @@ int heat_outdir_check_other_run(const char *dir, const char *name, heat_error *e
 /* Releases the hold (the lock file stays, emptied: a clean end). */
 void heat_outdir_unlock(int fd);
 
-/* --overwrite: removes the run files (heat_outdir_is_run_file) of `dir`,
- * except the file `keep` (the run's initial field; NULL: none), whatever its
- * path. HEAT_ERUNTIME naming a file that cannot be removed. */
-int heat_outdir_remove_runs(const char *dir, const char *keep, heat_error *err);
-
 /* mkdir -p; HEAT_ERUNTIME naming the directory that cannot be made. */
 int heat_outdir_make(const char *dir, heat_error *err);
 
-/* Removes the files of `dir` that `which` selects; `why` starts the message
- * of a failure. */
-int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *why,
-                       heat_error *err);
+/* Removes the files of `dir` that `which` selects, except the file `keep`
+ * (NULL: none), whatever path names it: --overwrite removes the run files
+ * (heat_outdir_is_run_file) but the run's initial field. `why` starts the
+ * message of a failure, HEAT_ERUNTIME naming the file. */
+int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *keep,
+                       const char *why, heat_error *err);
 
 /* Keeps the newest `keep` checkpoints of run `name`; a file that cannot be
  * removed is a notice. */
