@@ -50,10 +50,16 @@ static int valid_name(const char *s)
 /* Whether a value is meant as libconfig syntax: one that opens a string,
  * array, list or group, or ends a statement, is not a bare word, and a
  * mistake in it must not turn it into a string. */
+/* The length of s[0, n) without its trailing blanks. */
+static size_t trimmed(const char *s, size_t n)
+{
+    while (n && isspace((unsigned char)s[n - 1])) n--;
+    return n;
+}
+
 static int looks_like_syntax(const char *value)
 {
-    size_t n = strlen(value);
-    while (n && isspace((unsigned char)value[n - 1])) n--;
+    const size_t n = trimmed(value, strlen(value));
     return (value[0] && strchr("\"[({", value[0])) || (n && value[n - 1] == ';');
 }
 
@@ -77,11 +83,9 @@ static int parse_value(config_t *tmp, const char *key, const char *value, heat_e
         const char *why = werr.code                ? werr.msg
                           : config_error_text(tmp) ? config_error_text(tmp)
                                                    : "it does not parse";
-        size_t n = strlen(value);
-        while (n && isspace((unsigned char)value[n - 1])) n--;
+        const size_t n = trimmed(value, strlen(value));
         if (n && value[n - 1] == ';') {
-            size_t m = n - 1;
-            while (m && isspace((unsigned char)value[m - 1])) m--;
+            const size_t m = trimmed(value, n - 1);
             return heat_error_append(err, HEAT_EINPUT,
                                      "--set %s=%s: the value ends with ';': give it without, as "
                                      "--set %s=%.*s",

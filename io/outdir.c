@@ -147,8 +147,7 @@ int heat_output_check_dir(const char *dir, const char *name, heat_output_mode mo
 {
     int rc = heat_output_check_path(dir, err);
     if (!rc) rc = check_lock(dir, err);
-    if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, NULL, err);
-    if (!rc && mode == HEAT_OUTPUT_CONTINUE) rc = heat_outdir_check_other_run(dir, name, err);
+    if (!rc) rc = heat_outdir_check_other_run(dir, name, mode, err);
     return rc;
 }
 
@@ -164,8 +163,11 @@ static int other_name(const char *dir, const char *file, size_t len, const char 
                           dir, (int)len, file, file, name);
 }
 
-int heat_outdir_check_other_run(const char *dir, const char *name, heat_error *err)
+int heat_outdir_check_other_run(const char *dir, const char *name, heat_output_mode mode,
+                                heat_error *err)
 {
+    if (mode == HEAT_OUTPUT_OVERWRITE) return HEAT_OK;
+    if (mode == HEAT_OUTPUT_NEW) name = NULL; /* any run's files */
     int rc = HEAT_OK;
     DIR *d = opendir(dir);
     if (!d) return HEAT_OK; /* heat_output_open reports the reason */

@@ -202,8 +202,7 @@ static int prepare_dir(const heat_case *c, heat_output_mode mode, FILE *notices,
     if (!rc) rc = heat_outdir_make(dir, err);
     if (!rc) rc = heat_outdir_lock(dir, notices, lock_fd, err);
     /* Checked again under the lock: another run may have started meanwhile. */
-    if (!rc && mode == HEAT_OUTPUT_NEW) rc = heat_outdir_check_other_run(dir, NULL, err);
-    if (!rc && mode == HEAT_OUTPUT_CONTINUE) rc = heat_outdir_check_other_run(dir, name, err);
+    if (!rc) rc = heat_outdir_check_other_run(dir, name, mode, err);
     if (!rc && mode == HEAT_OUTPUT_OVERWRITE)
         rc = heat_outdir_remove(dir, heat_outdir_is_run_file, initial, "--overwrite", err);
     if (!rc)

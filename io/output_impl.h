@@ -31,10 +31,12 @@ int heat_outdir_is_leftover(const char *file);
 int heat_outdir_lock(const char *dir, FILE *notices, int *fd, heat_error *err);
 
 /* HEAT_EINPUT when `dir` holds another run's files, naming one and the ways
- * out. `name` NULL: any run's files (history.csv, *.vtkhdf, *.xmf); else
- * snapshots, checkpoints or an index of a run named otherwise (a restart of
- * run `name`). */
-int heat_outdir_check_other_run(const char *dir, const char *name, heat_error *err);
+ * out: for a new run (HEAT_OUTPUT_NEW) any run's files (history.csv,
+ * *.vtkhdf, *.xmf); for a restart of run `name` (HEAT_OUTPUT_CONTINUE)
+ * snapshots, checkpoints or an index of a run named otherwise; nothing for
+ * HEAT_OUTPUT_OVERWRITE. */
+int heat_outdir_check_other_run(const char *dir, const char *name, heat_output_mode mode,
+                                heat_error *err);
 
 /* Releases the hold (the lock file stays, emptied: a clean end). */
 void heat_outdir_unlock(int fd);

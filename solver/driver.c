@@ -427,6 +427,9 @@ static contrast_text contrast_words(const heat_case *c)
  * comes near the factor: near its rounding floor the residual wanders by a
  * few times at most. Returns the error, or HEAT_OK. */
 #define HEAT_MG_DIVERGED 1e3
+#define MG_DIVERGE_WHY                                                                             \
+    "The coarse levels' operators do not represent this deck's conductivities well enough for "    \
+    "the cycles to converge"
 static int check_diverged(const run_state *s, heat_error *err)
 {
     const heat_case *c = s->c;
@@ -436,9 +439,8 @@ static int check_diverged(const run_state *s, heat_error *err)
     return heat_error_set(
         err, HEAT_ERUNTIME,
         "the multigrid V-cycles diverge: the residual max |du/dt| grew to %.6e at cycle %lld, "
-        "more than %.0f times its lowest, %.6e at cycle %lld; the diverged field is not written. "
-        "The coarse levels' operators do not represent this deck's conductivities well enough "
-        "for the cycles to converge%s: reach the steady state with steady.method = "
+        "more than %.0f times its lowest, %.6e at cycle %lld; the diverged field is not "
+        "written. " MG_DIVERGE_WHY "%s: reach the steady state with steady.method = "
         "\"explicit\" (time marching) instead (docs/DECK.md, \"Multigrid\")",
         s->residual, (long long)s->step, HEAT_MG_DIVERGED, s->best_residual,
         (long long)s->best_step, contrast_words(c).text);
@@ -464,9 +466,8 @@ static int check_step(run_state *s, heat_run_result *res, int *stop, heat_error 
         return heat_error_set(
             err, HEAT_ERUNTIME,
             "step %lld's multigrid solve diverges: its residual grew to %.3g times its first "
-            "over %lld V-cycles; the step's field is not written. The coarse levels' operators "
-            "do not represent this deck's conductivities well enough for the cycles to "
-            "converge%s: take a smaller time.dt (the cycles converge where the heat capacity "
+            "over %lld V-cycles; the step's field is not written. " MG_DIVERGE_WHY
+            "%s: take a smaller time.dt (the cycles converge where the heat capacity "
             "term weighs more) or march it with time.scheme = \"explicit\" (docs/DECK.md, "
             "\"Multigrid\")",
             (long long)s->step, s->mg.growth, (long long)s->mg.cycles, contrast_words(c).text);
