@@ -38,14 +38,24 @@
  * most twice the shortest longest-interval of the axes that can coarsen
  * (semi-coarsening keeps the cells near isotropic). Coarsening stops at a
  * level of at most HEAT_MG_DIRECT_MAX unknowns, which is solved directly (a
- * dense inverse computed at setup). Interpolation P is linear along each axis
- * by distance, restriction is P^T, and the coarse operator is rediscretised:
- * a coarse face's conductivity is the P^T-weighted sum over the fine lines
- * it spans (across) of the fine faces in series (along); D is restricted as
- * P^T D. For one material on a uniform grid this is exactly the coarse grid's
- * own finite-volume operator. (Briggs, Henson and McCormick, "A Multigrid
- * Tutorial", 2nd ed., 2000, ch. 3 and 7; Trottenberg, Oosterlee and
- * Schueller, "Multigrid", 2001, ch. 5.7 and 7.)
+ * dense inverse computed at setup). Interpolation P is a product of weights
+ * along each axis: a fine node between two coarse nodes of an axis takes
+ * them in proportion to the conductivities of its own two faces along it,
+ * T_low / (T_low + T_high) from the low one (operator-dependent
+ * interpolation: Alcouffe, Brandt, Dendy and Painter, SIAM J. Sci. Stat.
+ * Comput. 2, 1981; de Zeeuw, J. Comput. Appl. Math. 33, 1990). With one
+ * material these are the weights by distance, which the axis tables hold
+ * (wp, wr); with several they are stored per node (wq). Restriction is P^T,
+ * and the coarse operator is rediscretised: a coarse face's conductivity is
+ * the P^T-weighted sum over the fine lines it spans (across) of the fine
+ * faces in series (along); D is restricted as P^T D. For one material on a
+ * uniform grid this is exactly the coarse grid's own finite-volume
+ * operator; across a jump of conductivity the series along and the weights
+ * of P agree (in one dimension P^T A P is then exactly the series), which
+ * linear weights do not: with them a 500 : 1 jump let the cycles diverge
+ * (docs/PERFORMANCE.md, "Multigrid across materials"). (Briggs, Henson and
+ * McCormick, "A Multigrid Tutorial", 2nd ed., 2000, ch. 3 and 7;
+ * Trottenberg, Oosterlee and Schueller, "Multigrid", 2001, ch. 5.7 and 7.)
  *
  * Smoother: the Chebyshev polynomial of degree 2 HEAT_MG_SWEEPS on D^-1 A
  * over [lmax / ratio, lmax] (HEAT_MG_CHEB_RATIO_2D, _3D), lmax the
@@ -68,6 +78,7 @@
 #include "heat_split.h"
 
 #define HEAT_MG_LEVELS_MAX 64
+#define HEAT_MG_WQ_ONE     32768 /* a weight of 1 in heat_mg_level.wq */
 #define HEAT_MG_DIRECT_MAX 512 /* unknowns of the coarsest level, solved by a dense inverse */
 #define HEAT_MG_SWEEPS     2   /* smoothing sweeps before and after the coarse correction */
 /* The Chebyshev interval is [lmax / ratio, lmax]: the ratios that cut the
@@ -108,6 +119,12 @@ typedef struct heat_mg_level {
     int64_t lo[3], bn[3], points;
     int gl[3], gh[3];
     double *t[3]; /* coarse levels: T of face i along each axis, per node; NULL on level 0 */
+    /* Operator-dependent interpolation (heat_mg.opdep), on every level but
+     * the coarsest: per node of the box, along axis d, its weight toward the
+     * low coarse neighbour times 2^15 (heat_mg_wq_low), the high one's 1
+     * minus that, exactly; HEAT_MG_WQ_ONE where the node lies on a coarse
+     * node. NULL otherwise: the axis tables' weights. */
+    uint16_t *wq[3];
     double *dg;   /* coarse levels: D per node (NULL when zero everywhere) */
     double lmax;  /* Gershgorin bound of the eigenvalues of D^-1 A */
     /* Sweep s (0 .. HEAT_MG_SWEEPS - 1 before the coarse correction, then
@@ -127,6 +144,7 @@ typedef struct heat_mg {
     double rhoc[HEAT_MATERIALS_MAX];
     uint8_t mat[HEAT_CLASSES_MAX];
     const uint8_t *cls;    /* borrowed from the backend; NULL: material 0 everywhere */
+    int opdep;             /* interpolation by the levels' wq: more than one material */
     int64_t clo[3], cn[3]; /* the grid box cls covers (wrapped as a level's box) */
     double *dg0;           /* D of the finest level per node, or NULL when zero */
     double *b0;            /* b of the steady problem per node, or NULL when zero */
@@ -262,8 +280,8 @@ int64_t heat_mg_box_node(const heat_mg_level *L, int64_t i, int64_t j, int64_t k
 int heat_mg_check_balance(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
                           heat_error *err);
 
-/* Frees the per-node coefficient arrays (dg0, b0, every level's t and dg)
- * once a backend has its own copies. */
+/* Frees the per-node coefficient arrays (dg0, b0, every level's t, dg and
+ * wq) once a backend has its own copies. */
 void heat_mg_drop_arrays(heat_mg *m);
 
 /* Frees everything; NULL is a no-op. */

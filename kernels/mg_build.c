@@ -406,6 +406,53 @@ static double series(const heat_mg *m, int l, int d, const int64_t ix[3], int co
     return t1 > 0 && t2 > 0 ? t1 * t2 / (t1 + t2) : 0.0;
 }
 
+/* ---- operator-dependent interpolation (mg.h, wq) ----------------------------------- */
+
+/* Node ix of level l along axis d: its weight toward its low coarse
+ * neighbour, from its two faces along d, times 2^15 (HEAT_MG_WQ_ONE where
+ * it lies on a coarse node). */
+static uint16_t node_wq(const heat_mg *m, int l, int d, const int64_t ix[3])
+{
+    const heat_mg_axis *a = &m->lv[l].ax[d];
+    if (a->wp[2 * ix[d] + 1] == 0) return HEAT_MG_WQ_ONE;
+    int64_t lo[3] = {ix[0], ix[1], ix[2]};
+    lo[d] = wrap(ix[d] - 1, m->lv[l].n[d]);
+    const double tl = face_t(m, l, d, lo), th = face_t(m, l, d, ix);
+    const double w = tl + th > 0 ? tl / (tl + th) : a->wp[2 * ix[d]];
+    return (uint16_t)lround(w * HEAT_MG_WQ_ONE);
+}
+
+/* Level l's wq at the nodes of its box that the rank owns (a whole level:
+ * every node); nothing on the coarsest level or without opdep. -1 when out
+ * of memory. */
+static int level_weights(heat_mg *m, int l)
+{
+    heat_mg_level *L = &m->lv[l];
+    if (!m->opdep || l + 1 >= m->levels) return 0;
+    for (int d = 0; d < 3; d++)
+        if (!(L->wq[d] = calloc((size_t)L->points, sizeof *L->wq[d]))) return -1;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t bz = L->gl[2]; bz < L->bn[2] - L->gh[2]; bz++)
+        for (int64_t by = L->gl[1]; by < L->bn[1] - L->gh[1]; by++)
+            for (int64_t bx = L->gl[0]; bx < L->bn[0] - L->gh[0]; bx++) {
+                const int64_t ix[3] = {box_node(L, 0, bx), box_node(L, 1, by), box_node(L, 2, bz)};
+                const int64_t p = node(L, ix);
+                for (int d = 0; d < 3; d++) L->wq[d][p] = node_wq(m, l, d, ix);
+            }
+    return 0;
+}
+
+/* The weight of P between node q of level l and its coarse neighbour along
+ * axis d at restriction slot t (0: the coarse node lies above q, 1: on it,
+ * 2: below), where the axis tables give it w (not 0). */
+static double transfer_w(const heat_mg *m, int l, int d, const int64_t q[3], int t, double w)
+{
+    const uint16_t *wq = m->lv[l].wq[d];
+    if (!wq) return w;
+    const unsigned v = wq[node(&m->lv[l], q)];
+    return t == 0 ? (double)(HEAT_MG_WQ_ONE - v) / HEAT_MG_WQ_ONE : (double)v / HEAT_MG_WQ_ONE;
+}
+
 /* T and D of coarse node ix of level l + 1 from level l. */
 static void coarse_node(heat_mg *m, int l, const int64_t ix[3])
 {
@@ -421,12 +468,13 @@ static void coarse_node(heat_mg *m, int l, const int64_t ix[3])
             const int e = d == 0 ? 1 : 0, f = d == 2 ? 1 : 2;
             for (int te = 0; te < 3; te++)
                 for (int tf = 0; tf < 3; tf++) {
-                    const double w = C->ax[e].wr[3 * ix[e] + te] * C->ax[f].wr[3 * ix[f] + tf];
-                    if (w == 0) continue;
+                    const double we = C->ax[e].wr[3 * ix[e] + te], wf = C->ax[f].wr[3 * ix[f] + tf];
+                    if (we * wf == 0) continue;
                     int64_t q[3];
                     q[d] = f0;
                     q[e] = C->ax[e].pr[3 * ix[e] + te];
                     q[f] = C->ax[f].pr[3 * ix[f] + tf];
+                    const double w = transfer_w(m, l, e, q, te, we) * transfer_w(m, l, f, q, tf, wf);
                     sum += w * series(m, l, d, q, count);
                 }
         }
@@ -437,11 +485,14 @@ static void coarse_node(heat_mg *m, int l, const int64_t ix[3])
     for (int tz = 0; tz < 3; tz++)
         for (int ty = 0; ty < 3; ty++)
             for (int tx = 0; tx < 3; tx++) {
-                const double w = C->ax[0].wr[3 * ix[0] + tx] * C->ax[1].wr[3 * ix[1] + ty] *
-                                 C->ax[2].wr[3 * ix[2] + tz];
+                const double wx = C->ax[0].wr[3 * ix[0] + tx], wy = C->ax[1].wr[3 * ix[1] + ty],
+                             wz = C->ax[2].wr[3 * ix[2] + tz];
                 const int64_t q[3] = {C->ax[0].pr[3 * ix[0] + tx], C->ax[1].pr[3 * ix[1] + ty],
                                       C->ax[2].pr[3 * ix[2] + tz]};
-                if (w != 0) s += w * diag_term(m, l, node(F, q));
+                if (wx * wy * wz == 0) continue;
+                const double w = transfer_w(m, l, 0, q, tx, wx) * transfer_w(m, l, 1, q, ty, wy) *
+                                 transfer_w(m, l, 2, q, tz, wz);
+                s += w * diag_term(m, l, node(F, q));
             }
     C->dg[p] = s;
 }
@@ -487,7 +538,7 @@ static int add_level(heat_mg *m, int l, const double h[3])
 {
     const int rc = add_level_axes(m, l, h);
     if (rc) return rc;
-    return level_arrays(m, l);
+    return level_weights(m, l) || level_arrays(m, l) ? -1 : 0;
 }
 
 /* The finest level's axes and sizes (the only level), and the grid's
@@ -687,6 +738,7 @@ static heat_mg *new_hierarchy(const heat_case *c, const uint8_t *cls, const heat
         heat_mg_free(m);
         return NULL;
     }
+    m->opdep = m->nmat > 1;
     for (int d = 0; d < 3; d++) m->clo[d] = 0, m->cn[d] = m->lv[0].n[d];
     return m;
 }
@@ -755,6 +807,8 @@ void heat_mg_drop_arrays(heat_mg *m)
     if (!m) return;
     free(m->dg0), free(m->b0);
     m->dg0 = m->b0 = NULL;
+    for (int l = 0; l < m->levels; l++)
+        for (int d = 0; d < 3; d++) free(m->lv[l].wq[d]), m->lv[l].wq[d] = NULL;
     for (int l = 1; l < m->levels; l++) {
         for (int d = 0; d < 3; d++) free(m->lv[l].t[d]), m->lv[l].t[d] = NULL;
         free(m->lv[l].dg), m->lv[l].dg = NULL;
@@ -767,6 +821,7 @@ void heat_mg_free(heat_mg *m)
     heat_mg_drop_arrays(m);
     for (int l = 0; l < HEAT_MG_LEVELS_MAX; l++)
         for (int d = 0; d < 3; d++) axis_free(&m->lv[l].ax[d]);
+
     free(m->kf), free(m->cidx), free(m->cinv);
     free(m);
 }
@@ -774,16 +829,20 @@ void heat_mg_free(heat_mg *m)
 /* The bytes of m's levels with or without a right-hand side on the finest
  * level and a mass term (D) on every level, and nc unknowns solved
  * directly (the finest level's two fields excluded). */
-static double hierarchy_bytes(const heat_mg *m, int implicit, int has_b0, int has_dg, int64_t nc,
-                              int vs, double fine_points)
+static double hierarchy_bytes(const heat_mg *m, int implicit, int has_b0, int has_dg, int opdep,
+                              int64_t nc, int vs, double fine_points)
 {
     /* The finest level: b (implicit: the step's right-hand side, the kept
      * field and the sources apart; steady: the sources), D. */
     double values = (implicit ? 2.0 : 0.0) + (has_b0 ? 1.0 : 0.0) + (has_dg ? 1.0 : 0.0);
     values *= fine_points;
-    for (int l = 1; l < m->levels; l++)
+    /* wq: 3 weights of 2 bytes per node of every level but the coarsest */
+    double wq = m->levels > 1 ? fine_points : 0.0;
+    for (int l = 1; l < m->levels; l++) {
         values += (double)m->lv[l].points * (6.0 + (has_dg ? 1.0 : 0.0));
-    return values * vs + (double)nc * (double)nc * vs;
+        if (l + 1 < m->levels) wq += (double)m->lv[l].points;
+    }
+    return values * vs + (double)nc * (double)nc * vs + (opdep ? 6.0 * wq : 0.0);
 }
 
 double heat_mg_bytes(const heat_mg *m, int vs)
@@ -794,7 +853,7 @@ double heat_mg_bytes(const heat_mg *m, int vs)
 double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rows0)
 {
     const heat_mg_level *L0 = &m->lv[0];
-    return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->nc, vs,
+    return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->opdep, m->nc, vs,
                            (double)L0->points / (double)L0->bn[1] * (double)rows0);
 }
 
@@ -826,6 +885,12 @@ static int plan_axes(const heat_case *c, heat_mg **out, int *need_b, int *need_d
     return HEAT_OK;
 }
 
+/* Whether c's hierarchy interpolates by wq (new_hierarchy's opdep). */
+static int plan_opdep(const heat_case *c)
+{
+    return c->d.general && c->materials.count > 1;
+}
+
 int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err)
 {
     heat_mg *m;
@@ -837,7 +902,7 @@ int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err
     const double fine = c->solver.backend == HEAT_BACKEND_CUDA
                             ? (double)c->grid.n[0] * heat_mg_gpu_rows(c->grid.n, vs) * c->grid.n[2]
                             : (double)m->lv[0].points;
-    *bytes = hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d,
+    *bytes = hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d, plan_opdep(c),
                              unknowns(&m->lv[m->levels - 1]), (int)vs, fine);
     heat_mg_free(m);
     return HEAT_OK;
@@ -932,7 +997,7 @@ int heat_mg_plan_part(const heat_case *c, const int ranks[3], int rank, double *
     const int g = m->levels > 1 ? gather_level(m, c, &part) : 0;
     /* the rank's boxes of levels 0 .. g (heat_mg_build_part's part_box),
      * then the levels g .. coarsest whole, as hierarchy_bytes counts them */
-    double values = 0;
+    double values = 0, wq = 0;
     for (int l = 0; l <= g; l++) {
         int64_t j0[3], jn[3];
         rank_range(m, c, &part, rank, l, j0, jn);
@@ -941,11 +1006,15 @@ int heat_mg_plan_part(const heat_case *c, const int ranks[3], int rank, double *
             box *= (double)(jn[d] + (part.peer[2 * d] >= 0) + (part.peer[2 * d + 1] >= 0));
         values +=
             box * (l == 0 ? (heat_case_implicit(c) ? 2.0 : 0.0) + need_b + need_d : 6.0 + need_d);
+        if (l < g) wq += box;
     }
-    for (int l = g > 0 ? g : 1; l < m->levels; l++)
+    for (int l = g > 0 ? g : 1; l < m->levels; l++) {
         values += (double)m->lv[l].points * (6.0 + need_d);
+        if (l + 1 < m->levels) wq += (double)m->lv[l].points;
+    }
     const double nc = (double)unknowns(&m->lv[m->levels - 1]);
-    *bytes = (values + nc * nc) * (c->solver.precision == HEAT_FLOAT ? 4 : 8);
+    *bytes = (values + nc * nc) * (c->solver.precision == HEAT_FLOAT ? 4 : 8) +
+             (plan_opdep(c) ? 6.0 * wq : 0.0);
     *split = g;
     heat_mg_free(m);
     return HEAT_OK;
@@ -982,6 +1051,12 @@ int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8
         return rc;
     }
     for (int l = 0; l < g && !rc; l++) {
+        /* level l's weights (its ghosts' from their owners), then level
+         * l + 1's coefficients, which read them */
+        if (level_weights(m, l)) return oom(m, err);
+        for (int d = 0; d < 3 && !rc && m->lv[l].wq[d]; d++)
+            rc = dist->exchange(dist->ctx, m, l, m->lv[l].wq[d], sizeof *m->lv[l].wq[d], err);
+        if (rc) break;
         if (level_arrays(m, l)) return oom(m, err);
         heat_mg_level *C = &m->lv[l + 1];
         for (int d = 0; d < 3 && !rc; d++)
@@ -1014,7 +1089,7 @@ int heat_mg_build_part(const heat_case *c, const heat_mg_dist *dist, const uint8
         if (!rc && G->dg) rc = heat_mg_gather(m, dist, g, 8, G->dg, T->dg, err);
     }
     for (int l = g; !rc && l + 1 < t->levels; l++)
-        if (level_arrays(t, l)) {
+        if (level_weights(t, l) || level_arrays(t, l)) {
             heat_mg_free(t);
             return oom(m, err);
         }

@@ -79,6 +79,15 @@ static void *zeros(cpu_mg *g, int64_t n, int *fail)
                 fail);
 }
 
+/* A copy of n 16-bit weights (NULL stays NULL), owned by g. */
+static uint16_t *copy_wq(cpu_mg *g, const uint16_t *src, int64_t n, int *fail)
+{
+    if (!src || *fail) return NULL;
+    uint16_t *p = keep(g, malloc(sizeof *p * (size_t)(n > 0 ? n : 1)), fail);
+    if (p) memcpy(p, src, sizeof *p * (size_t)n);
+    return p;
+}
+
 /* Axis a's tables of level l over its box (heat_mg_box_axis): doubles in
  * tmp[0..3] (v, ih, wp, wr; the caller frees them), indices owned by g. */
 static int axis_tables(cpu_mg *g, const heat_mg *m, int l, int a, double *tmp[4], int64_t **pp,
@@ -135,6 +144,7 @@ static int axis_tables(cpu_mg *g, const heat_mg *m, int l, int a, double *tmp[4]
                 V.lv[l].held[a][0] = L->gl[a] || ax->held[0];                                      \
                 V.lv[l].held[a][1] = L->gh[a] || ax->held[1];                                      \
                 V.lv[l].t[a] = l > 0 ? copy_values(g, L->t[a], L->points, &fail) : NULL;           \
+                V.lv[l].wq[a] = copy_wq(g, L->wq[a], L->points, &fail);                            \
             }                                                                                      \
             V.lv[l].dg = l > 0 ? copy_values(g, L->dg, L->points, &fail) : NULL;                   \
             for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)                                           \
