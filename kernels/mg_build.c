@@ -719,6 +719,15 @@ static int check_balance(double net, double mag, heat_error *err)
         net, mag);
 }
 
+/* Whether c's hierarchy interpolates by wq: with more than one material,
+ * unless HEAT_MG_INTERP=linear asks for the weights by distance (for
+ * comparing the two, and for the tests of a diverging solve). */
+static int plan_opdep(const heat_case *c)
+{
+    const char *e = getenv("HEAT_MG_INTERP");
+    return c->d.general && c->materials.count > 1 && !(e && strcmp(e, "linear") == 0);
+}
+
 /* A hierarchy's settings, its tables and its finest level (NULL when out of
  * memory); h: the grid's spacings. */
 static heat_mg *new_hierarchy(const heat_case *c, const uint8_t *cls, const heat_coeffs *k,
@@ -738,7 +747,7 @@ static heat_mg *new_hierarchy(const heat_case *c, const uint8_t *cls, const heat
         heat_mg_free(m);
         return NULL;
     }
-    m->opdep = m->nmat > 1;
+    m->opdep = plan_opdep(c);
     for (int d = 0; d < 3; d++) m->clo[d] = 0, m->cn[d] = m->lv[0].n[d];
     return m;
 }
@@ -883,12 +892,6 @@ static int plan_axes(const heat_case *c, heat_mg **out, int *need_b, int *need_d
     if (c->d.general && c->sources.count > 0) *need_b = 1;
     *out = m;
     return HEAT_OK;
-}
-
-/* Whether c's hierarchy interpolates by wq (new_hierarchy's opdep). */
-static int plan_opdep(const heat_case *c)
-{
-    return c->d.general && c->materials.count > 1;
 }
 
 int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err)

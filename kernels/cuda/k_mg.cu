@@ -172,6 +172,59 @@ __global__ void __launch_bounds__(256)
  * cpu_mg.inc's order (w = wz (wy wx), zero weights skipped, summed z, y, x).
  * Blocks of 32 x 8 columns. */
 
+/* The transfer of column (i, j) of the level written where F's weights are
+ * per node (wq): cpu_mg.inc's order, the tables' product tested for 0 first,
+ * then P's weights at the fine node, w = wz (wy wx). */
+template <typename T, int TAPS>
+__device__ __forceinline__ void transfer_wq(const mgd_level<T> &F, const mgd_level<T> &C, int i,
+                                            int j, int kchunk)
+{
+    constexpr bool RESTRICT = TAPS == 3;
+    const mgd_level<T> &W = RESTRICT ? C : F;
+    const long long fsz = mg_plane(F), csz = mg_plane(C);
+    const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, W.n[2]);
+    for (int k = k0; k < k1; k++) {
+        if ((k == 0 && W.held[2][0]) || (k == W.n[2] - 1 && W.held[2][1])) continue;
+        T s = 0;
+        if (RESTRICT) {
+            for (int tz = 0; tz < 3; tz++)
+                for (int ty = 0; ty < 3; ty++)
+                    for (int tx = 0; tx < 3; tx++) {
+                        T w = C.wr[2][3 * k + tz] * (C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx]);
+                        if (w == T(0)) continue;
+                        const long long f = C.pr[2][3 * k + tz] * fsz +
+                                            (long long)C.pr[1][3 * j + ty] * F.n[0] +
+                                            C.pr[0][3 * i + tx];
+                        const T wx = tx ? wq_low<T>(F.wq[0][f]) : wq_high<T>(F.wq[0][f]);
+                        const T wy = ty ? wq_low<T>(F.wq[1][f]) : wq_high<T>(F.wq[1][f]);
+                        const T wz = tz ? wq_low<T>(F.wq[2][f]) : wq_high<T>(F.wq[2][f]);
+                        w = wz * (wy * wx);
+                        if (w == T(0)) continue;
+                        s = s + w * F.x1[f];
+                    }
+            C.b[(long long)k * csz + (long long)j * C.n[0] + i] = s;
+        } else {
+            const long long p = (long long)k * fsz + (long long)j * F.n[0] + i;
+            T wa[3][2];
+            for (int d = 0; d < 3; d++) {
+                const unsigned q = F.wq[d][p];
+                wa[d][0] = wq_low<T>(q), wa[d][1] = wq_high<T>(q);
+            }
+            for (int cz = 0; cz < 2; cz++)
+                for (int cy = 0; cy < 2; cy++)
+                    for (int cx = 0; cx < 2; cx++) {
+                        const T w = wa[2][cz] * (wa[1][cy] * wa[0][cx]);
+                        if (w == T(0)) continue;
+                        const long long c = F.pp[2][2 * k + cz] * csz +
+                                            (long long)F.pp[1][2 * j + cy] * C.n[0] +
+                                            F.pp[0][2 * i + cx];
+                        s = s + w * C.x0[c];
+                    }
+            F.x0[p] = F.x0[p] + s;
+        }
+    }
+}
+
 /* A transfer between level F and the next coarser level C: the
  * restriction (TAPS = 3) writes C's b = R r from F's x1 through C's tables
  * (wr, pr), the prolongation (TAPS = 2) adds P e to F's x0 from C's x0
@@ -192,6 +245,7 @@ __global__ void __launch_bounds__(256)
     const bool held_xy = (i == 0 && W.held[0][0]) || (i == W.n[0] - 1 && W.held[0][1]) ||
                          (j == 0 && W.held[1][0]) || (j == W.n[1] - 1 && W.held[1][1]);
     if (held_xy) return;
+    if (F.wq[0]) return transfer_wq<T, TAPS>(F, C, i, j, kchunk);
     T wxy[TAPS * TAPS];
     long long oxy[TAPS * TAPS];
 #pragma unroll
@@ -643,10 +697,11 @@ static int upload_level(cuda_mg *g, const heat_mg *m, int l, void *u, void *v, m
     if (!rc && l > 0) rc = dev_values<T>(g, L->dg, L->points, &V.dg, err);
     for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)
         V.cheb[s][0] = (T)L->cheb[s][0], V.cheb[s][1] = (T)L->cheb[s][1];
+    V.rows = l == 0 && u ? g->rows0 : V.n[1];
+    for (int a = 0; a < 3 && !rc; a++)
+        rc = dev_planes<unsigned short>(g, V.n, mg_plane(V), L->wq[a], &V.wq[a], err);
     if (rc) return rc;
-    V.rows = V.n[1];
     if (l == 0 && u) {
-        V.rows = g->rows0;
         V.x0 = (T *)u, V.x1 = (T *)v;
         return HEAT_OK;
     }

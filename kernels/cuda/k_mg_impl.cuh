@@ -39,6 +39,24 @@ extern "C" {
 #undef MG_FN
 
 /* The operator's pieces by precision. */
+template <typename T> static __device__ __forceinline__ T wq_low(unsigned q);
+template <> __device__ __forceinline__ float wq_low<float>(unsigned q)
+{
+    return heat_mg_wq_low_f(q);
+}
+template <> __device__ __forceinline__ double wq_low<double>(unsigned q)
+{
+    return heat_mg_wq_low_d(q);
+}
+template <typename T> static __device__ __forceinline__ T wq_high(unsigned q);
+template <> __device__ __forceinline__ float wq_high<float>(unsigned q)
+{
+    return heat_mg_wq_high_f(q);
+}
+template <> __device__ __forceinline__ double wq_high<double>(unsigned q)
+{
+    return heat_mg_wq_high_d(q);
+}
 static __device__ __forceinline__ float resid(float b, float dg, float c, const float nb[6],
                                               const float t[6], float *diag)
 {
@@ -138,6 +156,7 @@ template <typename T> struct mgd_level {
     const T *v[3], *ih[3];    /* axes */
     const int *pp[3], *pr[3]; /* prolongation (this level's nodes) and restriction tables */
     const T *wp[3], *wr[3];
+    const unsigned short *wq[3]; /* per node (mg.h); NULL: the tables' weights */
     int held[3][2];
     T cheb[2 * HEAT_MG_SWEEPS][2];
 };
