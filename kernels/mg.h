@@ -78,13 +78,14 @@
 #include "heat_split.h"
 
 #define HEAT_MG_LEVELS_MAX 64
-#define HEAT_MG_WQ_ONE     32768 /* a weight of 1 in heat_mg_level.wq */
 #define HEAT_MG_DIRECT_MAX 512 /* unknowns of the coarsest level, solved by a dense inverse */
 #define HEAT_MG_SWEEPS     2   /* smoothing sweeps before and after the coarse correction */
 /* The Chebyshev interval is [lmax / ratio, lmax]: the ratios that cut the
  * residual most per V(2,2) cycle on the measure deck (docs/PERFORMANCE.md). */
 #define HEAT_MG_CHEB_RATIO_2D 7.0
 #define HEAT_MG_CHEB_RATIO_3D 9.0
+
+#define HEAT_MG_WQ_ONE 32768 /* a weight of 1 in heat_mg_level.wq */
 
 /* One axis of one level. */
 typedef struct heat_mg_axis {
@@ -119,14 +120,14 @@ typedef struct heat_mg_level {
     int64_t lo[3], bn[3], points;
     int gl[3], gh[3];
     double *t[3]; /* coarse levels: T of face i along each axis, per node; NULL on level 0 */
+    double *dg;   /* coarse levels: D per node (NULL when zero everywhere) */
+    double lmax;  /* Gershgorin bound of the eigenvalues of D^-1 A */
     /* Operator-dependent interpolation (heat_mg.opdep), on every level but
      * the coarsest: per node of the box, along axis d, its weight toward the
      * low coarse neighbour times 2^15 (heat_mg_wq_low), the high one's 1
      * minus that, exactly; HEAT_MG_WQ_ONE where the node lies on a coarse
      * node. NULL otherwise: the axis tables' weights. */
     uint16_t *wq[3];
-    double *dg;   /* coarse levels: D per node (NULL when zero everywhere) */
-    double lmax;  /* Gershgorin bound of the eigenvalues of D^-1 A */
     /* Sweep s (0 .. HEAT_MG_SWEEPS - 1 before the coarse correction, then
      * HEAT_MG_SWEEPS .. 2 HEAT_MG_SWEEPS - 1 after it):
      * x' = x + cheb[s][0] (x - x_prev) + (cheb[s][1] / diag) (b - A x); with

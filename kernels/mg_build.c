@@ -474,7 +474,8 @@ static void coarse_node(heat_mg *m, int l, const int64_t ix[3])
                     q[d] = f0;
                     q[e] = C->ax[e].pr[3 * ix[e] + te];
                     q[f] = C->ax[f].pr[3 * ix[f] + tf];
-                    const double w = transfer_w(m, l, e, q, te, we) * transfer_w(m, l, f, q, tf, wf);
+                    const double w =
+                        transfer_w(m, l, e, q, te, we) * transfer_w(m, l, f, q, tf, wf);
                     sum += w * series(m, l, d, q, count);
                 }
         }
@@ -719,13 +720,17 @@ static int check_balance(double net, double mag, heat_error *err)
         net, mag);
 }
 
-/* Whether c's hierarchy interpolates by wq: with more than one material,
- * unless HEAT_MG_INTERP=linear asks for the weights by distance (for
- * comparing the two, and for the tests of a diverging solve). */
+/* Whether c's hierarchy interpolates by wq: where its materials' conductivities
+ * differ (else the weights are the tables'), unless HEAT_MG_INTERP=linear asks
+ * for the weights by distance (for comparing the two, and for the test of a
+ * diverging solve). */
 static int plan_opdep(const heat_case *c)
 {
     const char *e = getenv("HEAT_MG_INTERP");
-    return c->d.general && c->materials.count > 1 && !(e && strcmp(e, "linear") == 0);
+    if (!c->d.general || (e && strcmp(e, "linear") == 0)) return 0;
+    for (int a = 1; a < c->materials.count; a++)
+        if (c->materials.m[a].k != c->materials.m[0].k) return 1;
+    return 0;
 }
 
 /* A hierarchy's settings, its tables and its finest level (NULL when out of

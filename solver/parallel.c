@@ -175,19 +175,25 @@ static int h_start(void *ctx, const heat_halo_msg *recv, int nrecv, const heat_h
                    int nsend, size_t value_size, heat_error *err)
 {
     heat_par *p = ctx;
-    const MPI_Datatype t = value_size == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE;
+    /* values of the run's precision, or multigrid's 16-bit weights (any
+     * other size as bytes) */
+    const MPI_Datatype t = value_size == sizeof(float)    ? MPI_FLOAT
+                           : value_size == sizeof(double) ? MPI_DOUBLE
+                           : value_size == 2              ? MPI_UINT16_T
+                                                          : MPI_BYTE;
+    const size_t per = t == MPI_BYTE ? value_size : 1;
     p->nreq = 0;
     for (int i = 0; i < nrecv + nsend; i++) {
         const heat_halo_msg *m = i < nrecv ? &recv[i] : &send[i - nrecv];
-        if (m->count > INT_MAX)
+        if (m->count > INT_MAX / per)
             return heat_error_set(err, HEAT_ERUNTIME,
                                   "halo exchange: a face of %zu values is more than one MPI "
                                   "message holds (%d)",
-                                  m->count, INT_MAX);
-        int e =
-            i < nrecv
-                ? MPI_Irecv(m->buf, (int)m->count, t, m->peer, m->tag, p->cart, &p->req[p->nreq])
-                : MPI_Isend(m->buf, (int)m->count, t, m->peer, m->tag, p->cart, &p->req[p->nreq]);
+                                  m->count, (int)(INT_MAX / per));
+        int e = i < nrecv ? MPI_Irecv(m->buf, (int)(m->count * per), t, m->peer, m->tag, p->cart,
+                                      &p->req[p->nreq])
+                          : MPI_Isend(m->buf, (int)(m->count * per), t, m->peer, m->tag, p->cart,
+                                      &p->req[p->nreq]);
         if (e != MPI_SUCCESS) return mpi_error(e, i < nrecv ? "MPI_Irecv" : "MPI_Isend", err);
         p->nreq++;
     }
