@@ -41,11 +41,25 @@ void heat_deck_path_of(const config_setting_t *s, char *buf, size_t n)
         snprintf(buf, n, "%s[%d]", parent, config_setting_index(s));
 }
 
+/* Whether a list holds groups or lists (which print over several lines). */
+static int nested_list(const config_setting_t *s)
+{
+    if (!config_setting_is_list(s)) return 0;
+    for (int i = 0; i < config_setting_length(s); i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        if (config_setting_is_group(e) || config_setting_is_list(e)) return 1;
+    }
+    return 0;
+}
+
 char *heat_deck_value_text(const config_setting_t *s)
 {
     strbuf b = {0};
     if (config_setting_is_group(s))
         heat_deck_sb_printf(&b, "{ ... }");
+    else if (nested_list(s))
+        heat_deck_sb_printf(&b, "( ... %d entr%s ... )", config_setting_length(s),
+                            config_setting_length(s) == 1 ? "y" : "ies");
     else
         heat_deck_sb_value(&b, s, 0);
     return b.s;

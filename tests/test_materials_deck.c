@@ -185,8 +185,10 @@ static void test_regions_need_a_list(void **state)
     (void)state;
     const char *r = "regions = ( { material = \"a\"; box = { min = [0.0, 0.0, 0.0]; max = [0.5, "
                     "1.0, 1.0]; }; } );";
+    /* a list of groups is named, not printed (one line, however long the list) */
     BAD(mdeck(M_MATERIALS, "material = { diffusivity = 1.0; };", M_REGIONS, r, 0),
-        ORIGIN ":3: regions", "of two or more: give one instead of material = { ... }");
+        ORIGIN ":3: regions = ( ... 1 entry ... ): regions paint",
+        "of two or more: give one instead of material = { ... }");
     BAD(mdeck(M_MATERIALS,
               "material = { conductivity = 1.0; density = 1.0; specific_heat = 1.0; };", M_REGIONS,
               r, 0),
@@ -195,7 +197,11 @@ static void test_regions_need_a_list(void **state)
               "materials = ( { name = \"a\"; conductivity = 1.0; density = 1.0; specific_heat = "
               "1.0; } );",
               M_REGIONS, r, 0),
-        ORIGIN ":3: regions", "which has only one: give two or more");
+        ORIGIN ":3: regions = ( ... 1 entry ... )", "which has only one: give two or more");
+    char two[512];
+    snprintf(two, sizeof two, "regions = ( %.*s, %s", (int)(strlen(r) - 14), r + 12, r + 12);
+    BAD(mdeck(M_MATERIALS, "material = { diffusivity = 1.0; };", M_REGIONS, two, 0),
+        ORIGIN ":3: regions = ( ... 2 entries ... ): regions paint");
     /* A list that is itself refused: that problem only. */
     BAD(mdeck(M_MATERIALS, "materials = { };", M_REGIONS, r, 0), ORIGIN ":2: materials",
         "expected a list");
