@@ -45,29 +45,24 @@ static int create_cuda(const heat_case *c, FILE *notices, heat_backend **out, he
 #endif
 
 /* A general case (materials, sources, convective or flux faces) on a
- * backend that does not offer the variable-coefficient update: "auto" runs
- * on the CPU, saying why; "cuda" is refused (heat_backend_create_part says
- * so; a whole grid's GPU backend offers it where heat_backend_gpu_general
- * says so). The GPU backend on a rank's part (cuda_part.cu) does not offer
- * it in this version. */
-static heat_backend_kind general_backend(const heat_case *c, int part, FILE *notices)
+ * build whose GPU backend does not offer the variable-coefficient update
+ * (heat_backend_gpu_general): "auto" runs on the CPU, saying why. The GPU
+ * backend offers it on the whole grid and on a rank's part alike. */
+static heat_backend_kind general_backend(const heat_case *c, FILE *notices)
 {
-    if (!c->d.general || c->solver.backend != HEAT_BACKEND_AUTO ||
-        (!part && heat_backend_gpu_general()))
+    if (!c->d.general || c->solver.backend != HEAT_BACKEND_AUTO || heat_backend_gpu_general())
         return c->solver.backend;
     char why[256];
     if (notices && heat_backend_gpu_usable(why, sizeof why))
-        fprintf(notices,
-                "notice: materials, sources, convective and flux faces run on the CPU "
-                "backend %s\n",
-                part ? "under MPI in this version" : "in this build");
+        fprintf(notices, "notice: materials, sources, convective and flux faces run on the CPU "
+                         "backend in this build\n");
     return HEAT_BACKEND_CPU;
 }
 
 int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
 {
     *out = NULL;
-    switch (general_backend(c, 0, notices)) {
+    switch (general_backend(c, notices)) {
     case HEAT_BACKEND_CPU:
         return create_cpu(c, notices, out, err);
     case HEAT_BACKEND_CUDA:
@@ -104,7 +99,7 @@ static void notice_part_unfused(const heat_case *c, const char *who, FILE *notic
 /* Under "auto" on a part: the GPU only when every rank has a usable one. */
 static int part_wants_gpu(const heat_case *c, const heat_halo_comm *comm, FILE *notices)
 {
-    if (general_backend(c, 1, notices) == HEAT_BACKEND_CPU) return 0;
+    if (general_backend(c, notices) == HEAT_BACKEND_CPU) return 0;
 #ifdef HEAT_HAVE_CUDA
     /* One GPU per rank of a node, chosen before CUDA makes a context. */
     heat_cuda_select_device(comm->node_rank);
@@ -136,12 +131,6 @@ int heat_backend_create_part(const heat_case *c, const heat_part *part, const he
 {
     *out = NULL;
     int rc;
-    /* Every rank decides this alike, from the case alone. */
-    if (c->d.general && c->solver.backend == HEAT_BACKEND_CUDA)
-        return heat_error_set(err, HEAT_EINPUT,
-                              "solver.backend = \"cuda\": materials, sources, convective and flux "
-                              "faces run on the GPU in one process only in this version; under "
-                              "MPI use \"auto\" or \"cpu\" (the CPU backend runs them)");
     if (part_wants_gpu(c, comm, notices)) {
 #ifdef HEAT_HAVE_CUDA
         rc = heat_cuda_part_create(c, part, comm, notices, out, err);

@@ -27,9 +27,7 @@ TEST is one of:
             and as a run splits them; an implicit run checkpointed on 3 ranks
             continued on 2; a singular problem (its kept mean an exact sum)
             split and on 1 and 2 threads; and a grid of one level, which
-            a split cannot run, refused with exit 2 (with
-            --backend cuda the materials decks are refused, exit 2, as
-            materials on GPU ranks are).
+            a split cannot run, refused with exit 2.
 
 Options for the GPU machine (tools/gpu_mpi_check.sh): --backend cuda runs the
 ranks on the CUDA backend (--kernel K: its kernel), --ref-backend the one
@@ -315,14 +313,6 @@ def test_splits(env):
         out = fresh(env, "mpi_%s_%s_%d_np%d_%s" % (deck, prec, tb, np, (ranks or "auto")
                                                   .strip("[]").replace(",", "")))
         extra = ["parallel.io=\"%s\"" % io] + (["parallel.ranks=%s" % ranks] if ranks else [])
-        if deck == "mat" and env.backend == "cuda" and np > 1:
-            # Materials on GPU ranks are not in this version: refused, exit 2, saying so.
-            text = env.run(np, decks[deck], out, sets + extra, expect=2)
-            if "in one process only" not in text:
-                raise Failure("mat on %d CUDA ranks: expected the refusal naming one process, "
-                              "got:\n%s" % (np, text))
-            log("mat %s on %d CUDA ranks: refused (exit 2) as documented" % (prec, np))
-            continue
         env.run(np, decks[deck], out, sets + extra)
         n = same_run(os.path.join(env.work, refs[key]), os.path.join(env.work, out),
                      "%s %s k=%d on %d ranks %s %s" % (deck, prec, tb, np, ranks or "(chosen)", io))
@@ -593,15 +583,6 @@ def test_multigrid(env):
             env.run(0, decks[deck], refs[(deck, prec)], sets)
         out = fresh(env, "mg_%s_%s_np%d_%s_%d" % (deck, prec, np, ranks.strip("[]").replace(
             ",", ""), split_deep))
-        if deck.startswith("mat") and env.backend == "cuda" and np > 1:
-            # Materials on GPU ranks are not in this version: refused, exit 2, saying so.
-            text = env.run(np, decks[deck], out, sets + ["parallel.ranks=%s" % ranks], expect=2)
-            if "in one process only" not in text:
-                raise Failure("multigrid %s on %d CUDA ranks: expected the refusal naming one "
-                              "process, got:\n%s" % (deck, np, text))
-            log("multigrid %s %s on %d CUDA ranks: refused (exit 2) as documented"
-                % (deck, prec, np))
-            continue
         env.run(np, decks[deck], out, sets + ["parallel.ranks=%s" % ranks],
                 env=deep if split_deep else None)
         n = same_run(os.path.join(env.work, refs[(deck, prec)]), os.path.join(env.work, out),
@@ -609,9 +590,8 @@ def test_multigrid(env):
         log("multigrid %s %s, %d processes, ranks %s, levels split %s: %d files and "
             "history.csv equal the one-process run"
             % (deck, prec, np, ranks, "as deep as they go" if split_deep else "as a run does", n))
-    # An implicit run checkpointed on 3 ranks and continued on 2 (materials
-    # on the CPU; the GPU's ranks take the deck of one material).
-    rdeck = "be" if env.backend == "cuda" else "matbe"
+    # An implicit run with materials checkpointed on 3 ranks and continued on 2.
+    rdeck = "matbe"
     ref = refs[(rdeck, "double")]
     out = fresh(env, "mg_restart")
     env.run(3, decks[rdeck], out, ["time.max_steps=10"], env=deep)

@@ -13,7 +13,9 @@
 #      kernels); and
 #      parallel.transport = "nccl" refused clearly when ranks share a GPU;
 #   3. sanitize: compute-sanitizer memcheck and racecheck on 2-rank runs (x
-#      cut: aligned views; z cut; temporal_block 1 and 3; float and double);
+#      cut: aligned views; z cut; temporal_block 1 and 3; float and double),
+#      and memcheck on a deck of two materials, a source, a convective and a
+#      flux face (temporal_block 1 and 2);
 #   4. loop: the whole loop on one rank of the MPI build against the build
 #      without MPI (512^3 float, temporal_block 1 and 3; within 2%), and 2 and
 #      4 ranks sharing the GPU with the share of halo time not hidden;
@@ -194,6 +196,47 @@ EOF
           fi
           rm -rf "$out/san_$tag"
         done
+      done
+    done
+  done
+  # the variable-coefficient update on GPU ranks: two materials, a source,
+  # a convective and a flux face; x cut (aligned views) and z cut, fused too
+  mdeck=$out/sanitize_mat.cfg
+  cat >"$mdeck" <<'EOF'
+grid = { points = [37, 19, 11]; length = [1.0, 0.5, 0.3]; };
+materials = (
+  { name = "a"; conductivity = 2.0; density = 1.0; specific_heat = 1.5; },
+  { name = "b"; conductivity = 0.5; density = 2.0; specific_heat = 1.0; }
+);
+regions = ( { material = "b"; box = { min = [0.3, 0.0, 0.0]; max = [0.6, 0.3, 0.3]; }; } );
+sources = ( { box = { min = [0.1, 0.1, 0.1]; max = [0.3, 0.3, 0.2]; }; power_density = 5.0; } );
+time = { max_steps = 13; };
+steady = { tolerance = 1e-12; check_every = 4; };
+initial = { type = "gaussian"; center = [0.4, 0.2, 0.1]; width = 0.1; amplitude = 1.0; base = 0.5; };
+boundary = {
+  x_lo = { type = "dirichlet"; value = 1.0; }; x_hi = { type = "convective"; h = 4.0; ambient = 0.25; };
+  y_lo = { type = "periodic"; }; y_hi = { type = "periodic"; };
+  z_lo = { type = "flux"; value = 3.0; }; z_hi = { type = "dirichlet"; value = 0.0; };
+};
+output = { every = 5; };
+solver = { backend = "cuda"; };
+EOF
+  for p in float double; do
+    for ranks in "[2,1,1]" "[1,1,2]"; do
+      for tb in 1 2; do
+        tag=memcheck_mat_${p}_${ranks//[^0-9]/}_$tb
+        rm -rf "$out/san_$tag"
+        if "$mpiexec" -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
+          --log-file "$out/san_${tag}_%p.log" "$heat" run "$mdeck" --quiet \
+          --set "solver.precision=$p" --set "parallel.ranks=$ranks" \
+          --set "solver.temporal_block=$tb" --set "output.dir=\"$out/san_$tag\"" \
+          >"$out/san_$tag.out" 2>&1; then
+          echo "ok   memcheck materials $p ranks $ranks k=$tb" >>"$out/sanitize.log"
+          rm -f "$out"/san_"${tag}"_*.log "$out/san_$tag.out"
+        else
+          echo "FAIL memcheck materials $p ranks $ranks k=$tb (logs $out/san_${tag}_*.log)" >>"$out/sanitize.log"
+        fi
+        rm -rf "$out/san_$tag"
       done
     done
   done

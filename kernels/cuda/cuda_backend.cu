@@ -201,6 +201,11 @@ static int hk_code(heat_bc_type t)
     return t == HEAT_BC_DIRICHLET ? HK_DIRICHLET : t == HEAT_BC_PERIODIC ? HK_PERIODIC : HK_NEUMANN;
 }
 
+extern "C" int heat_cuda_face_code(int bc_type)
+{
+    return hk_code((heat_bc_type)bc_type);
+}
+
 template <typename T>
 static void fill_args(const heat_case *c, long long rp, heat_stencil_args<T> &a)
 {
@@ -930,8 +935,8 @@ static int cuda_poison_next(heat_backend *b, heat_error *err)
  * w[3][M][M], mat[256]; each entry rounded once from the case's double, as
  * the CPU backend rounds them. */
 template <typename T>
-static int upload_tables(cuda_state *s, const heat_case *c, const heat_coeffs *k,
-                         heat_general_args<T> &ga, heat_error *err)
+int heat_cuda_general_tables(const heat_case *c, const heat_coeffs *k, void **d_tab,
+                             heat_general_args<T> &ga, heat_error *err)
 {
     const int M = k->nmat, d3 = c->grid.dims == 3;
     const size_t MM = (size_t)M * M, nq = HG_CLASSES, na = 8, ng = HG_NFACES * (size_t)M;
@@ -958,14 +963,13 @@ static int upload_tables(cuda_state *s, const heat_case *c, const heat_coeffs *k
     for (int ka = 0; ka < 3; ka++)
         for (size_t i = 0; i < MM; i++) w[ka * MM + i] = (T)k->w[axis_of[ka] * MM + i];
     const size_t vbytes = v.size() * sizeof(T);
-    cudaFree(s->d_tab);
-    s->d_tab = nullptr;
-    HEAT_CUDA_CHECK(cudaMalloc(&s->d_tab, vbytes + HG_CLASSES));
-    HEAT_CUDA_CHECK(cudaMemcpy(s->d_tab, v.data(), vbytes, cudaMemcpyHostToDevice));
-    uint8_t *mat = (uint8_t *)s->d_tab + vbytes;
+    cudaFree(*d_tab);
+    *d_tab = nullptr;
+    HEAT_CUDA_CHECK(cudaMalloc(d_tab, vbytes + HG_CLASSES));
+    HEAT_CUDA_CHECK(cudaMemcpy(*d_tab, v.data(), vbytes, cudaMemcpyHostToDevice));
+    uint8_t *mat = (uint8_t *)*d_tab + vbytes;
     HEAT_CUDA_CHECK(cudaMemcpy(mat, k->mat, HG_CLASSES, cudaMemcpyHostToDevice));
-    const T *d = (const T *)s->d_tab;
-    ga.cls = s->d_cls;
+    const T *d = (const T *)*d_tab;
     ga.q = d;
     ga.amb = d + nq;
     ga.g = d + nq + na;
@@ -976,6 +980,19 @@ static int upload_tables(cuda_state *s, const heat_case *c, const heat_coeffs *k
     ga.conv = conv;
     ga.w_shared = hg_w_shared<T>(M);
     return HEAT_OK;
+}
+template int heat_cuda_general_tables<float>(const heat_case *, const heat_coeffs *, void **,
+                                             heat_general_args<float> &, heat_error *);
+template int heat_cuda_general_tables<double>(const heat_case *, const heat_coeffs *, void **,
+                                              heat_general_args<double> &, heat_error *);
+
+/* The tables of the whole grid's general update, over its classes. */
+template <typename T>
+static int upload_tables(cuda_state *s, const heat_case *c, const heat_coeffs *k,
+                         heat_general_args<T> &ga, heat_error *err)
+{
+    ga.cls = s->d_cls;
+    return heat_cuda_general_tables<T>(c, k, &s->d_tab, ga, err);
 }
 
 /* The set_classes operation (backend.h): the classes of the whole grid and

@@ -35,6 +35,10 @@ void heat_cuda_select_device(int node_rank);
  * at most two CPUs (cuda_part.cu). Call before the backend's allocations. */
 void heat_cuda_schedule_for_affinity(void);
 
+/* A face's code in the kernels (stencil.cuh's HK_*) from its kind
+ * (heat_bc_type): Neumann, flux and convective faces are all mirrored. */
+int heat_cuda_face_code(int bc_type);
+
 /* Whether the CUDA backend runs the variable-coefficient update. */
 int heat_cuda_general(void);
 

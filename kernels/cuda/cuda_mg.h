@@ -23,10 +23,15 @@ int heat_cuda_mg_create(const heat_case *c, void *u, void *v, int64_t rows, cuda
                         const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err);
 
 /* As heat_cuda_mg_create for one rank's part of a split grid (kernels/mg.h:
- * a hierarchy split over ranks), a case that is not general; the level 0
- * buffers are its own (heat_cuda_mg_level0). Collective. */
+ * a hierarchy split over ranks); the level 0 buffers are its own
+ * (heat_cuda_mg_level0). A general case gives the classes of level 0's box
+ * (cls0: the part and a ghost layer on each face with a neighbour, x
+ * fastest) and of the box clo, cn one layer wider that the build reads
+ * (clsw), and its tables k; else all NULL. Collective. */
 int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
-                             cudaStream_t stream, cuda_mg **out, heat_error *err);
+                             cudaStream_t stream, const uint8_t *cls0, const uint8_t *clsw,
+                             const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
+                             cuda_mg **out, heat_error *err);
 
 /* A split run's exchanges added to *st. */
 void heat_cuda_mg_halo_stats(const cuda_mg *g, heat_halo_stats *st);

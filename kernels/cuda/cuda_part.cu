@@ -46,6 +46,7 @@
 
 #include "cuda_backend.h"
 #include "cuda_mg.h"
+#include "general.cuh"
 #include "halo_cuda.h"
 #include "halo_plan.h"
 #include "stats.cuh"
@@ -97,7 +98,31 @@ struct part_state {
     heat_halo_stats st;
     cuda_mg *mg;    /* multigrid (heat_case_multigrid): its own level-0 buffers */
     int halo_first; /* pack before the interior starts (HEAT_CUDA_HALO_FIRST=1 or 0 sets it) */
+    /* The variable-coefficient update (c->d.general): the classes laid out
+     * as the local array (d_cls) and the tables (d_tab; their fields in gf
+     * or gd, whose geometry each view fills). With multigrid, the classes on
+     * the host until its setup: of its level-0 box (cls0) and of the box
+     * one layer wider that its build reads (clsw, clo, cn), and the case's
+     * coefficients (k, its w dropped). */
+    int general;
+    uint8_t *d_cls;
+    void *d_tab;
+    heat_general_args<float> gf;
+    heat_general_args<double> gd;
+    uint8_t *cls0, *clsw;
+    int64_t clo[3], cn[3];
+    heat_coeffs k;
 };
+
+template <typename T> static heat_general_args<T> &tables_of(part_state *s);
+template <> heat_general_args<float> &tables_of<float>(part_state *s)
+{
+    return s->gf;
+}
+template <> heat_general_args<double> &tables_of<double>(part_state *s)
+{
+    return s->gd;
+}
 
 static hc_box to_hc(const hbox &b)
 {
@@ -125,17 +150,18 @@ static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const
     a.nw = (int)(v.b.hi[ax_w] - v.b.lo[ax_w]);
     a.sp = p.sy;
     a.sw = d3 ? p.sz : p.sy;
-    /* As the whole-grid backend fills them (cuda_backend.cu), with the view's faces. */
+    /* As the whole-grid backend fills them (cuda_backend.cu), with the view's
+     * faces in the kernels' codes (a flux or convective face is mirrored). */
     a.rx = (T)c->d.r[0];
     a.rp = d3 ? (T)c->d.r[1] : T(0);
     a.rw = (T)c->d.r[ax_w];
     for (int sd = 0; sd < 2; sd++) {
         a.gx[sd] = (T)(2.0 * c->d.h[0] * c->bc[HEAT_X_LO + sd].gradient);
-        a.bx[sd] = v.face[HEAT_X_LO + sd];
+        a.bx[sd] = heat_cuda_face_code(v.face[HEAT_X_LO + sd]);
         a.gp[sd] = d3 ? (T)(2.0 * c->d.h[1] * c->bc[2 + sd].gradient) : T(0);
-        a.bp[sd] = d3 ? v.face[2 + sd] : HK_PERIODIC;
+        a.bp[sd] = d3 ? heat_cuda_face_code(v.face[2 + sd]) : HK_PERIODIC;
         a.gw[sd] = (T)(2.0 * c->d.h[ax_w] * c->bc[2 * ax_w + sd].gradient);
-        a.bw[sd] = v.face[2 * ax_w + sd];
+        a.bw[sd] = heat_cuda_face_code(v.face[2 * ax_w + sd]);
     }
     /* The padding after the view's rows, where they end with the row's data
      * (the owned nodes and the high x ghosts): the fused passes may load and
@@ -155,6 +181,16 @@ static cudaError_t launch_view_t(part_state *s, const hview &v0, int depth, cuda
         if (v.b.hi[a] <= v.b.lo[a]) return cudaSuccess;
     heat_stencil_args<T> a = view_args<T>(s, v, s->u, s->v);
     const bool d3 = s->c->grid.dims == 3;
+    if (s->general) {
+        /* the whole grid's general kernels (cuda_backend.cu's choice), the
+         * classes at the view's first node as u is */
+        heat_general_args<T> g = tables_of<T>(s);
+        static_cast<heat_stencil_args<T> &>(g) = a;
+        g.cls = s->d_cls + heat_halo_at(&s->p, v.b.lo[0], v.b.lo[1], v.b.lo[2]);
+        if (s->kernel == HEAT_KERNEL_REGISTER_TILED)
+            return heat_cuda_launch_gtemporal<T>(g, d3, depth, st);
+        return heat_cuda_launch_gsimple<T>(g, d3, st);
+    }
     switch (s->kernel) {
     case HEAT_KERNEL_NAIVE:
         return heat_cuda_launch_naive<T>(a, d3, st);
@@ -512,12 +548,115 @@ static int part_upload(heat_backend *b, const void *host, heat_error *err)
     return HEAT_OK;
 }
 
+/* The layers beyond the owned box, at the low or high face of axis a, whose
+ * classes the part takes: the valid ghost layers (not the alignment's
+ * padding, which may lie outside the grid); with multigrid its level-0
+ * box's ghost layer and one more on each face with a neighbour, which its
+ * build's coarse operator reads (mg.h). */
+static int class_layers(const part_state *s, int a, int hi)
+{
+    const heat_halo_plan &p = s->p;
+    if (heat_case_multigrid(s->c)) return p.part.peer[2 * a + hi] >= 0 ? 2 : 0;
+    return p.gv[2 * a + hi];
+}
+
+static void part_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3])
+{
+    const part_state *s = (const part_state *)b->impl;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = s->p.part.lo[a] - class_layers(s, a, 0);
+        n[a] = class_layers(s, a, 0) + s->p.part.n[a] + class_layers(s, a, 1);
+    }
+}
+
+static void free_classes(part_state *s)
+{
+    free(s->cls0), free(s->clsw);
+    s->cls0 = s->clsw = NULL;
+}
+
+/* The classes of part_class_box's box (x fastest) and the tables. Explicit
+ * steps: the classes into the local array's layout on the GPU (the
+ * padding's class 0: those nodes are never read by an owned one). Multigrid:
+ * kept on the host for its setup. */
+static int part_set_classes(heat_backend *b, const uint8_t *cls, const heat_coeffs *k,
+                            heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    const heat_halo_plan &p = s->p;
+    int64_t lo[3], n[3];
+    part_class_box(b, lo, n);
+    free_classes(s);
+    if (heat_case_multigrid(b->c)) {
+        /* level 0's box: the part and one ghost layer on each face with a
+         * neighbour (depth 1), inside the wider box */
+        int64_t in[3], bn[3];
+        for (int a = 0; a < 3; a++) {
+            in[a] = class_layers(s, a, 0) / 2;
+            bn[a] = n[a] - in[a] - class_layers(s, a, 1) / 2;
+        }
+        s->clsw = (uint8_t *)malloc((size_t)(n[0] * n[1] * n[2]));
+        s->cls0 = (uint8_t *)malloc((size_t)(bn[0] * bn[1] * bn[2]));
+        if (!s->clsw || !s->cls0) {
+            free_classes(s);
+            return heat_error_set(err, HEAT_ERUNTIME,
+                                  "cuda backend: out of memory for the classes");
+        }
+        memcpy(s->clsw, cls, (size_t)(n[0] * n[1] * n[2]));
+        for (int64_t kk = 0; kk < bn[2]; kk++)
+            for (int64_t j = 0; j < bn[1]; j++)
+                memcpy(s->cls0 + (kk * bn[1] + j) * bn[0],
+                       cls + ((kk + in[2]) * n[1] + j + in[1]) * n[0] + in[0], (size_t)bn[0]);
+        for (int a = 0; a < 3; a++) s->clo[a] = lo[a], s->cn[a] = n[a];
+        s->k = *k;
+        s->k.w = NULL;
+        s->general = 1;
+        return HEAT_OK;
+    }
+    std::vector<uint8_t> h((size_t)p.values, 0);
+    const int64_t x0 = p.owned.lo[0] - p.gv[HEAT_X_LO];
+    for (int64_t kk = 0; kk < n[2]; kk++)
+        for (int64_t j = 0; j < n[1]; j++)
+            memcpy(h.data() + heat_halo_at(&p, x0, j, kk), cls + (kk * n[1] + j) * n[0],
+                   (size_t)n[0]);
+    if (!s->d_cls) PART_CHECK(cudaMalloc(&s->d_cls, (size_t)p.values));
+    PART_CHECK(cudaMemcpy(s->d_cls, h.data(), (size_t)p.values, cudaMemcpyHostToDevice));
+    int rc;
+    bool shared;
+    if (s->vs == sizeof(float)) {
+        rc = heat_cuda_general_tables<float>(b->c, k, &s->d_tab, s->gf, err);
+        shared = s->gf.w_shared;
+    } else {
+        rc = heat_cuda_general_tables<double>(b->c, k, &s->d_tab, s->gd, err);
+        shared = s->gd.w_shared;
+    }
+    if (rc) return rc;
+    if (s->fused && !shared) {
+        /* fused passes stage the w table in shared memory: with more
+         * materials than that holds, one step per sweep (the same results) */
+        s->fused = 0;
+        snprintf(b->description, sizeof b->description,
+                 "cuda (%s kernel, one step per sweep: %d materials are more than fused passes "
+                 "hold; halos %d layers deep, %s)",
+                 heat_kernel_name(b->c->solver.kernel), k->nmat, p.depth,
+                 heat_precision_name(b->c->solver.precision));
+    }
+    s->general = 1;
+    return HEAT_OK;
+}
+
 static int part_mg_setup(heat_backend *b, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
     heat_cuda_mg_destroy(s->mg);
     s->mg = NULL;
-    return heat_cuda_mg_create_part(b->c, &s->p.part, &s->comm, s->hi, &s->mg, err);
+    const int gen = b->c->d.general && s->clsw;
+    const int rc = heat_cuda_mg_create_part(b->c, &s->p.part, &s->comm, s->hi, gen ? s->cls0 : NULL,
+                                            gen ? s->clsw : NULL, s->clo, s->cn, gen ? &s->k : NULL,
+                                            &s->mg, err);
+    /* the build is done with the classes; level 0's are on the GPU */
+    free_classes(s);
+    return rc;
 }
 
 static void part_mg_info(const heat_backend *b, heat_mg_info *info)
@@ -563,6 +702,9 @@ static void part_destroy(heat_backend *b)
     if (s) {
         heat_cuda_mg_destroy(s->mg);
         heat_nccl_destroy(s->nccl);
+        free_classes(s);
+        cudaFree(s->d_cls);
+        cudaFree(s->d_tab);
         cudaFree(s->u);
         cudaFree(s->v);
         cudaFree(s->dsend);
@@ -700,10 +842,10 @@ static int part_warm(heat_backend *b, heat_error *err)
 
 /* (Positional: C++17 has no designated initializers.) */
 static const heat_backend_ops part_ops = {
-    part_upload,         part_advance,      part_download,        part_destroy,
-    part_host_alloc,     part_host_free,    part_bench_time,      NULL /* poison_next */,
-    part_halo_stats,     part_bench_halo,   NULL /* class_box */, NULL /* set_classes */,
-    part_field_stats,    NULL /* sample */, part_mg_setup,        part_mg_info,
+    part_upload,         part_advance,      part_download,   part_destroy,
+    part_host_alloc,     part_host_free,    part_bench_time, NULL /* poison_next */,
+    part_halo_stats,     part_bench_halo,   part_class_box,  part_set_classes,
+    part_field_stats,    NULL /* sample */, part_mg_setup,   part_mg_info,
     NULL /* mg_bench */, part_warm};
 
 /* ----------------------------------------------------------- creation */
@@ -825,15 +967,18 @@ static int allocate(part_state *s, const char *name, heat_error *err)
 {
     const size_t bytes = (size_t)s->p.values * s->vs;
     const size_t msgs = (s->p.buf_values + HEAT_NFACES) * std::max(s->vs, sizeof(double));
+    /* the explicit general update's classes, a byte per value */
+    const size_t cls = s->c->d.general && !heat_case_multigrid(s->c) ? (size_t)s->p.values : 0;
     size_t free_b = 0, total_b = 0;
     PART_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    if (2 * bytes + 2 * msgs + (64u << 20) > free_b)
+    if (2 * bytes + cls + 2 * msgs + (64u << 20) > free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: rank %d's part does not fit on %s: %.3f GB needed "
-                              "(two time levels of %lld values with ghost layers), %.3f GB free "
+                              "(two time levels of %lld values with ghost layers%s), %.3f GB free "
                               "of %.3f GB; use more ranks or GPUs, or float precision",
-                              s->p.part.rank, name, (2.0 * bytes + 2.0 * msgs) / 1e9,
-                              (long long)s->p.values, free_b / 1e9, total_b / 1e9);
+                              s->p.part.rank, name, (2.0 * bytes + cls + 2.0 * msgs) / 1e9,
+                              (long long)s->p.values, cls ? ", and their classes" : "",
+                              free_b / 1e9, total_b / 1e9);
     heat_cuda_schedule_for_affinity();
     PART_CHECK(cudaMalloc(&s->u, bytes));
     PART_CHECK(cudaMalloc(&s->v, bytes));

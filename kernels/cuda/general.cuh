@@ -229,6 +229,19 @@ template <typename T>
 cudaError_t heat_cuda_launch_gtemporal(const heat_general_args<T> &a, bool d3, int k,
                                        cudaStream_t stream);
 
+/* The case's tables (classes' source terms and materials, faces'
+ * weights, the mirrored faces' terms) in precision T and kernel order, in
+ * one block of device memory at *d_tab (freed first where set), and the
+ * argument fields that point into it; ga's geometry and cls are the
+ * caller's. cuda_backend.cu; the whole grid's backend and a rank's part
+ * (cuda_part.cu) share it. */
+struct heat_case;
+struct heat_coeffs;
+struct heat_error;
+template <typename T>
+int heat_cuda_general_tables(const heat_case *c, const heat_coeffs *k, void **d_tab,
+                             heat_general_args<T> &ga, heat_error *err);
+
 /* 3D: the nodes on the mirrored faces (Neumann, flux, convective; HK_NEUMANN
  * in a.bx, a.bp, a.bw) among `faces` (bit f: kernel face f, HG_F*) that the
  * sweep writes, one thread each, with hg_simple_point (every ghost of the

@@ -1060,7 +1060,7 @@ template <typename T> static int exact_wsum(cuda_mg *g, heat_xsum *ws, heat_erro
         heat_mg_box_axis(m, 0, a, v[a].data(), ih.data(), wp.data(), wr.data(), pp.data(),
                          pr.data());
     }
-    const T rc = (T)m->rhoc[0]; /* one material: GPU ranks take no materials */
+    const uint8_t *cl = g->hcls0.empty() ? nullptr : g->hcls0.data();
     heat_xsum_zero(ws);
     for (int64_t k = 0; k < L->bn[2]; k++)
         for (int64_t j = 0; j < L->bn[1]; j++)
@@ -1072,8 +1072,9 @@ template <typename T> static int exact_wsum(cuda_mg *g, heat_xsum *ws, heat_erro
                            (b[a] == L->bn[a] - 1 && (L->gh[a] || L->ax[a].held[1]));
                 if (held) continue;
                 const T vol = ((T)v[0][(size_t)i] * (T)v[1][(size_t)j]) * (T)v[2][(size_t)k];
-                heat_xsum_add(ws,
-                              (double)(rc * vol) * (double)x[(k * L->bn[1] + j) * L->bn[0] + i]);
+                const int64_t p = (k * L->bn[1] + j) * L->bn[0] + i;
+                const T rc = (T)m->rhoc[cl ? m->mat[cl[p]] : 0];
+                heat_xsum_add(ws, (double)(rc * vol) * (double)x[p]);
             }
     return HEAT_OK;
 }
@@ -1138,14 +1139,20 @@ static int sop_cycle(void *ctx, heat_error *err)
 }
 
 int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
-                             cudaStream_t stream, cuda_mg **out, heat_error *err)
+                             cudaStream_t stream, const uint8_t *cls0, const uint8_t *clsw,
+                             const int64_t clo[3], const int64_t cn[3], const heat_coeffs *k,
+                             cuda_mg **out, heat_error *err)
 {
     *out = nullptr;
     cuda_mg *g = new_cuda_mg(c, stream);
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
     heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
-    const int64_t zero[3] = {0, 0, 0};
-    int rc = heat_mg_build_part(c, &g->dist, nullptr, zero, zero, nullptr, &g->m, &g->tail, err);
+    int rc = heat_mg_build_part(c, &g->dist, clsw, clo, cn, k, &g->m, &g->tail, err);
+    /* level 0's classes, kept for a singular problem's exact weighted sum */
+    if (!rc && g->m->cls) {
+        const heat_mg_level *L0 = &g->m->lv[0];
+        g->hcls0.assign(cls0, cls0 + L0->points);
+    }
     heat_mg_xchg_clear(&g->xchg);
     /* the cycle's exchanges: GPU memory through page-locked buffers (the
      * build's, of host arrays, ran through plain ones, freed here) */
@@ -1153,8 +1160,8 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
     g->xchg.alloc = pinned_alloc, g->xchg.release = pinned_free, g->xchg.flush = dev_flush;
     if (!rc) rc = check_memory(g, err);
     if (!rc)
-        rc = g->is_float ? upload<float>(g, nullptr, nullptr, nullptr, err)
-                         : upload<double>(g, nullptr, nullptr, nullptr, err);
+        rc = g->is_float ? upload<float>(g, nullptr, nullptr, g->m->cls ? cls0 : nullptr, err)
+                         : upload<double>(g, nullptr, nullptr, g->m->cls ? cls0 : nullptr, err);
     if (!rc) rc = alloc_norms(g, err);
     if (!rc && cudaDeviceSynchronize() != cudaSuccess)
         rc = heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: setup: %s",

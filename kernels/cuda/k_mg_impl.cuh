@@ -242,6 +242,7 @@ struct cuda_mg {
      * m->gather in gf/gd), tail the levels from m->gather on, whole, in
      * lf/ld; halos through host memory. */
     heat_mg *tail;
+    std::vector<uint8_t> hcls0; /* a general case's classes of level 0's box, x fastest */
     mgd_level<float> gf;
     mgd_level<double> gd;
     heat_mg_xchg xchg;
