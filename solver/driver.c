@@ -665,6 +665,14 @@ static void summary(run_state *s, heat_run_result *res)
             res->final_time - heat_case_time(c, res->start_step), res->wall, res->glups, res->gbps);
     if (!isnan(res->last_residual))
         fprintf(out, "  last residual max|du/dt| = %.6e\n", res->last_residual);
+    /* Cycles stopped by time.max_steps before they would count as diverging
+     * (check_diverged) but well above their best: say so, the run stands. */
+    if (heat_case_steady_multigrid(c) && res->reason == HEAT_STOP_MAX_STEPS &&
+        isfinite(s->best_residual) && res->last_residual > 10.0 * s->best_residual)
+        fprintf(out,
+                "  warning: the residual ended %.3g times above its lowest (%.6e at cycle %lld): "
+                "the V-cycles were not converging (docs/DECK.md, \"Multigrid\")\n",
+                res->last_residual / s->best_residual, s->best_residual, (long long)s->best_step);
     if (heat_case_multigrid(c))
         fprintf(out, "  multigrid: %lld V-cycles%s; %s\n", (long long)res->mg_cycles,
                 heat_case_implicit(c) ? " in all" : "", res->mg_text);
