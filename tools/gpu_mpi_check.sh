@@ -178,24 +178,28 @@ output = { every = 5; };
 solver = { backend = "cuda"; };
 EOF
   : >"$out/sanitize.log"
+  # san_run TOOL DECK WHAT PRECISION RANKS K: one 2-rank run under
+  # compute-sanitizer, a line in sanitize.log (its logs kept when it fails)
+  san_run() {
+    local tool=$1 d=$2 what=$3 p=$4 ranks=$5 tb=$6
+    local tag=${tool}_${what// /_}_${p}_${ranks//[^0-9]/}_$tb
+    rm -rf "$out/san_$tag"
+    if "$mpiexec" -n 2 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      --log-file "$out/san_${tag}_%p.log" "$heat" run "$d" --quiet \
+      --set "solver.precision=$p" --set "parallel.ranks=$ranks" \
+      --set "solver.temporal_block=$tb" --set "output.dir=\"$out/san_$tag\"" \
+      >"$out/san_$tag.out" 2>&1; then
+      echo "ok   $tool $what$p ranks $ranks k=$tb" >>"$out/sanitize.log"
+      rm -f "$out"/san_"${tag}"_*.log "$out/san_$tag.out"
+    else
+      echo "FAIL $tool $what$p ranks $ranks k=$tb (logs $out/san_${tag}_*.log)" >>"$out/sanitize.log"
+    fi
+    rm -rf "$out/san_$tag"
+  }
   for tool in memcheck racecheck; do
     for p in float double; do
       for ranks in "[2,1,1]" "[1,1,2]" "[1,2,1]"; do
-        for tb in 1 3; do
-          tag=${tool}_${p}_${ranks//[^0-9]/}_$tb
-          rm -rf "$out/san_$tag"
-          if "$mpiexec" -n 2 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-            --log-file "$out/san_${tag}_%p.log" "$heat" run "$deck" --quiet \
-            --set "solver.precision=$p" --set "parallel.ranks=$ranks" \
-            --set "solver.temporal_block=$tb" --set "output.dir=\"$out/san_$tag\"" \
-            >"$out/san_$tag.out" 2>&1; then
-            echo "ok   $tool $p ranks $ranks k=$tb" >>"$out/sanitize.log"
-            rm -f "$out"/san_"${tag}"_*.log "$out/san_$tag.out"
-          else
-            echo "FAIL $tool $p ranks $ranks k=$tb (logs $out/san_${tag}_*.log)" >>"$out/sanitize.log"
-          fi
-          rm -rf "$out/san_$tag"
-        done
+        for tb in 1 3; do san_run "$tool" "$deck" "" "$p" "$ranks" "$tb"; done
       done
     done
   done
@@ -223,21 +227,7 @@ solver = { backend = "cuda"; };
 EOF
   for p in float double; do
     for ranks in "[2,1,1]" "[1,1,2]"; do
-      for tb in 1 2; do
-        tag=memcheck_mat_${p}_${ranks//[^0-9]/}_$tb
-        rm -rf "$out/san_$tag"
-        if "$mpiexec" -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
-          --log-file "$out/san_${tag}_%p.log" "$heat" run "$mdeck" --quiet \
-          --set "solver.precision=$p" --set "parallel.ranks=$ranks" \
-          --set "solver.temporal_block=$tb" --set "output.dir=\"$out/san_$tag\"" \
-          >"$out/san_$tag.out" 2>&1; then
-          echo "ok   memcheck materials $p ranks $ranks k=$tb" >>"$out/sanitize.log"
-          rm -f "$out"/san_"${tag}"_*.log "$out/san_$tag.out"
-        else
-          echo "FAIL memcheck materials $p ranks $ranks k=$tb (logs $out/san_${tag}_*.log)" >>"$out/sanitize.log"
-        fi
-        rm -rf "$out/san_$tag"
-      done
+      for tb in 1 2; do san_run memcheck "$mdeck" "materials " "$p" "$ranks" "$tb"; done
     done
   done
   fails=$(grep -c '^FAIL' "$out/sanitize.log")
