@@ -169,9 +169,11 @@ static void print_output(const heat_case *c)
                b1, heat_precision_name(c->solver.precision), b2, levels,
                c->d.general ? " and the material classes" : "");
     } else {
-        heat_cli_human_bytes(b1, sizeof b1, 2 * field);
-        printf("memory          %s on the device (two time levels of %s values)\n", b1,
-               heat_precision_name(c->solver.precision));
+        /* the variable-coefficient update reads a class byte a node */
+        heat_cli_human_bytes(b1, sizeof b1, 2 * field + (c->d.general ? (double)c->d.points : 0.0));
+        printf("memory          %s on the device (two time levels of %s values%s)\n", b1,
+               heat_precision_name(c->solver.precision),
+               c->d.general ? ", and the material classes" : "");
     }
     heat_cli_human_bytes(b1, sizeof b1, field);
     if (c->d.stop_step >= 0) {

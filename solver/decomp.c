@@ -70,9 +70,11 @@ void heat_par_print_split(FILE *out, const heat_case *c, const int ranks[3])
     for (int r = 0; r < size; r++) {
         heat_part p;
         heat_split_part(c, ranks, r, depth, &p);
-        /* Two time levels with their ghost layers; halo bytes received per
-         * step (an exchange of `depth` layers every `depth` steps). */
-        const double mem = 2.0 * (double)heat_split_local_values(&p) * (double)vs;
+        /* Two time levels with their ghost layers (and the classes of the
+         * variable-coefficient update, a byte a node); halo bytes received
+         * per step (an exchange of `depth` layers every `depth` steps). */
+        const double local = (double)heat_split_local_values(&p);
+        const double mem = 2.0 * local * (double)vs + (c->d.general ? local : 0.0);
         const double halo = (double)heat_split_halo_values(&p) * (double)vs / depth;
         if (r == 0 || mem < mem_lo) mem_lo = mem;
         if (r == 0 || mem > mem_hi) mem_hi = mem;
@@ -96,7 +98,7 @@ void heat_par_print_split(FILE *out, const heat_case *c, const int ranks[3])
     bytes_text(x, sizeof x, halo_lo);
     bytes_text(y, sizeof y, halo_hi);
     fprintf(out,
-            "  per rank: memory %s to %s (two time levels with ghost layers), halos %s to %s "
+            "  per rank: memory %s to %s (two time levels with ghost layers%s), halos %s to %s "
             "received per step\n",
-            a, b, x, y);
+            a, b, c->d.general ? ", and the material classes" : "", x, y);
 }
