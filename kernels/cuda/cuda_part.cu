@@ -635,10 +635,17 @@ static int part_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
         /* fused passes stage the w table in shared memory: with more
          * materials than that holds, one step per sweep (the same results) */
         s->fused = 0;
+        cudaDeviceProp prop;
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+            cudaGetLastError();
+            snprintf(prop.name, sizeof prop.name, "GPU");
+        }
         snprintf(b->description, sizeof b->description,
-                 "cuda (%s kernel, one step per sweep: %d materials are more than fused passes "
-                 "hold; halos %d layers deep, %s)",
-                 heat_kernel_name(b->c->solver.kernel), k->nmat, p.depth,
+                 "cuda (%s, %s kernel, one step per sweep: %d materials are more than fused "
+                 "passes hold; halos %d layers deep, %s)",
+                 prop.name, heat_kernel_name(b->c->solver.kernel), k->nmat, p.depth,
                  heat_precision_name(b->c->solver.precision));
     }
     s->general = 1;
