@@ -230,6 +230,20 @@ elseif(HEAT_TEST STREQUAL "examples")
       message(FATAL_ERROR "examples: heat check chip.cfg does not say '${want}':\n${out}")
     endif()
   endforeach()
+  # The chip deck's header gives the V-cycles of its steady state by
+  # multigrid: the run's.
+  file(READ ${SRC}/docs/examples/chip.cfg text)
+  string(REGEX MATCH "by multigrid \\(([0-9]+) V-cycles" said "${text}")
+  set(said "${CMAKE_MATCH_1}")
+  execute_process(COMMAND ${HEAT} run ${SRC}/docs/examples/chip.cfg
+                  --set "steady={tolerance=1.0e-6;method=\"multigrid\";}"
+                  --set "output.dir=\"${WORK}/chip_steady\"" --set "solver.backend=\"cpu\""
+                  OUTPUT_VARIABLE out ERROR_VARIABLE errout RESULT_VARIABLE rc)
+  string(REGEX MATCH "multigrid: ([0-9]+) V-cycles" got "${out}")
+  if(NOT rc EQUAL 0 OR said STREQUAL "" OR NOT said STREQUAL CMAKE_MATCH_1)
+    message(FATAL_ERROR "examples: chip.cfg says '${said}' V-cycles to its steady state, the run "
+                        "(exit ${rc}) says:\n${out}${errout}")
+  endif()
   # The plate deck's header gives its number of steps: heat check's.
   file(READ ${SRC}/docs/examples/plate.cfg text)
   string(REGEX MATCH "heat run plate.cfg +(about +)?([0-9,]+) steps" said "${text}")
