@@ -1,4 +1,5 @@
 /* heat check: validate a deck and print what the run would do. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,14 @@ static void print_multigrid(const heat_case *c)
                "%.6g\n",
                heat_scheme_name(c->time.scheme), c->solver.implicit_tolerance, c->d.dt,
                c->d.dt / c->d.dt_max, c->d.dt_max);
+    if (heat_mg_opdep(c)) {
+        double lo = c->materials.m[0].k, hi = lo;
+        for (int a = 1; a < c->materials.count; a++)
+            lo = fmin(lo, c->materials.m[a].k), hi = fmax(hi, c->materials.m[a].k);
+        printf("                the coarse levels interpolate by the faces' conductivities (%g "
+               "to %g W/(m K) here; docs/DECK.md, \"Multigrid\")\n",
+               lo, hi);
+    }
     if (heat_case_implicit(c) && c->solver.implicit_tolerance < heat_case_implicit_floor(c))
         printf("note            solver.implicit_tolerance = %.3g lies below what %s resolves at "
                "this dt (about 16 eps (1 + theta dt / dt_max) = %.2g relative to the right-hand "

@@ -308,6 +308,13 @@ double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rows0);
  * instead (0: none), for comparing and for the tests. */
 int64_t heat_mg_gpu_rows(const int64_t n[3], size_t vs);
 
+/* Whether c's hierarchy interpolates by the conductivities, weights per node
+ * (heat_mg.opdep): where its materials' conductivities differ (else the
+ * distance weights of the axis tables are the same), unless the environment's
+ * HEAT_MG_INTERP=linear asks for the weights by distance (for comparing the
+ * two, and for the test of a diverging solve). */
+int heat_mg_opdep(const heat_case *c);
+
 /* The hierarchy heat_mg_build would make for c, from its axes alone (no
  * per-node array, so cheap for any grid): its levels and its bytes as
  * heat_mg_bytes counts them (sources counted as present when the case has

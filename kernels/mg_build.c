@@ -720,11 +720,7 @@ static int check_balance(double net, double mag, heat_error *err)
         net, mag);
 }
 
-/* Whether c's hierarchy interpolates by wq: where its materials' conductivities
- * differ (else the weights are the tables'), unless HEAT_MG_INTERP=linear asks
- * for the weights by distance (for comparing the two, and for the test of a
- * diverging solve). */
-static int plan_opdep(const heat_case *c)
+int heat_mg_opdep(const heat_case *c)
 {
     const char *e = getenv("HEAT_MG_INTERP");
     if (!c->d.general || (e && strcmp(e, "linear") == 0)) return 0;
@@ -752,7 +748,7 @@ static heat_mg *new_hierarchy(const heat_case *c, const uint8_t *cls, const heat
         heat_mg_free(m);
         return NULL;
     }
-    m->opdep = plan_opdep(c);
+    m->opdep = heat_mg_opdep(c);
     for (int d = 0; d < 3; d++) m->clo[d] = 0, m->cn[d] = m->lv[0].n[d];
     return m;
 }
@@ -910,7 +906,7 @@ int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err
     const double fine = c->solver.backend == HEAT_BACKEND_CUDA
                             ? (double)c->grid.n[0] * heat_mg_gpu_rows(c->grid.n, vs) * c->grid.n[2]
                             : (double)m->lv[0].points;
-    *bytes = hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d, plan_opdep(c),
+    *bytes = hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d, heat_mg_opdep(c),
                              unknowns(&m->lv[m->levels - 1]), (int)vs, fine);
     heat_mg_free(m);
     return HEAT_OK;
@@ -1022,7 +1018,7 @@ int heat_mg_plan_part(const heat_case *c, const int ranks[3], int rank, double *
     }
     const double nc = (double)unknowns(&m->lv[m->levels - 1]);
     *bytes = (values + nc * nc) * (c->solver.precision == HEAT_FLOAT ? 4 : 8) +
-             (plan_opdep(c) ? 6.0 * wq : 0.0);
+             (heat_mg_opdep(c) ? 6.0 * wq : 0.0);
     *split = g;
     heat_mg_free(m);
     return HEAT_OK;

@@ -215,6 +215,31 @@ static void test_check_multigrid(void **state)
     EXPECT_OUT(&r, "multigrid levels' arrays");
     EXPECT_OUT(&r, "split           one process (under mpirun -np N");
     assert_null(strstr(r.out, "temporal_block 1"));
+    EXPECT_NOT_OUT(&r, "interpolate by the faces' conductivities");
+    result_free(&r);
+    /* two conductivities: the interpolation that follows them is named */
+    char p[4200];
+    path_in(p, sizeof p, dir, "m.cfg");
+    test_write_file(
+        p,
+        "grid = { points = [16, 16, 16]; length = [1.0, 1.0, 1.0]; };\n"
+        "materials = ( { name = \"a\"; conductivity = 2.0; density = 1.0; specific_heat = 1.0; },\n"
+        "  { name = \"b\"; conductivity = 0.5; density = 1.0; specific_heat = 1.0; } );\n"
+        "regions = ( { material = \"b\"; box = { min = [0.0, 0.0, 0.0]; max = [0.5, 1.0, 1.0]; }; "
+        "} );\n"
+        "time = { max_steps = 10; };\n"
+        "steady = { tolerance = 1.0e-6; method = \"multigrid\"; };\n"
+        "initial = { type = \"constant\"; value = 1.0; };\n"
+        "boundary = {\n"
+        "  x_lo = { type = \"dirichlet\"; value = 1.0; }; x_hi = { type = \"dirichlet\"; value = "
+        "0.0; };\n"
+        "  y_lo = { type = \"neumann\"; }; y_hi = { type = \"neumann\"; };\n"
+        "  z_lo = { type = \"neumann\"; }; z_hi = { type = \"neumann\"; };\n"
+        "};\n"
+        "output = { dir = \"res\"; };\n");
+    heat(&r, dir, "check", "m.cfg", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "the coarse levels interpolate by the faces' conductivities (0.5 to 2 W/(m K)");
     result_free(&r);
     heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-6; method=\"multigrid\";}",
          "--ranks", "2", NULL);
