@@ -1,5 +1,4 @@
 /* heat check: validate a deck and print what the run would do. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,9 +296,8 @@ static void print_multigrid(const heat_case *c)
                heat_scheme_name(c->time.scheme), c->solver.implicit_tolerance, c->d.dt,
                c->d.dt / c->d.dt_max, c->d.dt_max);
     if (heat_mg_opdep(c)) {
-        double lo = c->materials.m[0].k, hi = lo;
-        for (int a = 1; a < c->materials.count; a++)
-            lo = fmin(lo, c->materials.m[a].k), hi = fmax(hi, c->materials.m[a].k);
+        double lo, hi;
+        heat_case_k_range(c, &lo, &hi);
         printf("                the coarse levels interpolate by the faces' conductivities (%g "
                "to %g W/(m K) here; docs/DECK.md, \"Multigrid\")\n",
                lo, hi);

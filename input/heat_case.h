@@ -297,6 +297,17 @@ static inline int heat_case_writes_material(const heat_case *c)
     return c->materials.count > 1;
 }
 
+/* The smallest and largest conductivity of the case's materials (both 0
+ * without materials). */
+static inline void heat_case_k_range(const heat_case *c, double *kmin, double *kmax)
+{
+    *kmin = *kmax = c->materials.count > 0 ? c->materials.m[0].k : 0.0;
+    for (int a = 1; a < c->materials.count; a++) {
+        if (c->materials.m[a].k < *kmin) *kmin = c->materials.m[a].k;
+        if (c->materials.m[a].k > *kmax) *kmax = c->materials.m[a].k;
+    }
+}
+
 /* Whether two cases have the same materials, regions and sources (what a
  * restart must keep besides the grid, precision and faces); when not, a
  * line per difference is appended to diff. */

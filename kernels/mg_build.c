@@ -724,9 +724,9 @@ int heat_mg_opdep(const heat_case *c)
 {
     const char *e = getenv("HEAT_MG_INTERP");
     if (!c->d.general || (e && strcmp(e, "linear") == 0)) return 0;
-    for (int a = 1; a < c->materials.count; a++)
-        if (c->materials.m[a].k != c->materials.m[0].k) return 1;
-    return 0;
+    double kmin, kmax;
+    heat_case_k_range(c, &kmin, &kmax);
+    return kmin != kmax;
 }
 
 /* A hierarchy's settings, its tables and its finest level (NULL when out of
@@ -831,7 +831,6 @@ void heat_mg_free(heat_mg *m)
     heat_mg_drop_arrays(m);
     for (int l = 0; l < HEAT_MG_LEVELS_MAX; l++)
         for (int d = 0; d < 3; d++) axis_free(&m->lv[l].ax[d]);
-
     free(m->kf), free(m->cidx), free(m->cinv);
     free(m);
 }

@@ -407,11 +407,8 @@ typedef struct {
 static contrast_text contrast_words(const heat_case *c)
 {
     contrast_text t = {""};
-    double kmin = INFINITY, kmax = 0;
-    for (int i = 0; i < c->materials.count; i++) {
-        kmin = fmin(kmin, c->materials.m[i].k);
-        kmax = fmax(kmax, c->materials.m[i].k);
-    }
+    double kmin, kmax;
+    heat_case_k_range(c, &kmin, &kmax);
     if (c->materials.count > 1)
         snprintf(t.text, sizeof t.text, " (this deck's conductivities range from %g to %g W/(m K))",
                  kmin, kmax);
