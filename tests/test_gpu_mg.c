@@ -226,27 +226,49 @@ static void test_implicit_steps(void **state)
 }
 
 /* Three materials, a source, a convective and a flux face: the steady
- * solve and backward-Euler steps. */
+ * solve and backward-Euler steps, on rows of an odd length (one node a
+ * thread on the finest level) and of a multiple of 4 (groups of 16
+ * bytes), with x or z periodic too (classes read across the wrap). */
 static void test_materials(void **state)
 {
     (void)state;
     deck_now = deck_materials;
+    static const char *const shapes[6][3] = {
+        {"grid.points=[37, 29, 21]"},
+        {"grid.points=[40, 29, 21]"},
+        {"grid.points=[48, 7, 33]", "boundary.x_lo={type=\"periodic\";}",
+         "boundary.x_hi={type=\"periodic\";}"},
+        {"grid.points=[40, 13, 24]", "boundary.z_lo={type=\"periodic\";}",
+         "boundary.z_hi={type=\"periodic\";}"},
+        {"grid.points=[53, 30, 1]"},
+        {"grid.points=[52, 30, 1]"}};
     for (int p = 0; p < 2; p++)
-        for (int dims = 2; dims <= 3; dims++)
+        for (int sh = 0; sh < 6; sh++)
             for (int implicit = 0; implicit < 2; implicit++) {
                 test_sets s = {0};
                 test_sets_add(&s, "solver.precision=\"%s\"", p ? "float" : "double");
-                if (dims == 2) test_sets_add(&s, "grid.points=[53, 30, 1]");
+                for (int i = 0; i < 3 && shapes[sh][i]; i++) test_sets_add(&s, "%s", shapes[sh][i]);
                 if (implicit) {
                     test_sets_add(&s, "steady={tolerance=1e-9; method=\"explicit\";}");
                     test_sets_add(&s, "time={scheme=\"backward_euler\"; dt=0.05; max_steps=10;}");
                 }
-                char what[96];
-                snprintf(what, sizeof what, "materials, %s, %s, %dD",
-                         implicit ? "backward_euler" : "steady", p ? "float" : "double", dims);
+                char what[160];
+                snprintf(what, sizeof what, "materials, %s, %s, %s%s",
+                         implicit ? "backward_euler" : "steady", p ? "float" : "double",
+                         shapes[sh][0], shapes[sh][1] ? ", periodic" : "");
                 compare(&s, 2, 3, 0.0, what);
             }
     deck_now = deck;
+}
+
+/* The materials again with the finest level's passes by the point kernel
+ * (HEAT_CUDA_MG_POINT=1), the kernel of more materials than
+ * k_mg_fine.cu stages. */
+static void test_materials_point(void **state)
+{
+    assert_int_equal(setenv("HEAT_CUDA_MG_POINT", "1", 1), 0);
+    test_materials(state);
+    unsetenv("HEAT_CUDA_MG_POINT");
 }
 
 /* Periodic and Neumann faces only: the mean is kept through a sum. */
@@ -281,8 +303,8 @@ int main(void)
     if (skip) return skip;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady_cycles), cmocka_unit_test(test_implicit_steps),
-        cmocka_unit_test(test_materials),     cmocka_unit_test(test_singular),
-        cmocka_unit_test(test_padded_planes),
+        cmocka_unit_test(test_materials),     cmocka_unit_test(test_materials_point),
+        cmocka_unit_test(test_singular),      cmocka_unit_test(test_padded_planes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,9 @@
  * along z through a run of planes: the centre column's z neighbours stay in
  * registers from one plane to the next, the x and y neighbours come through
  * the L1 cache from the neighbouring threads' loads; the finest level's
- * sweeps, residual and norms, when it has one material, run in the
- * register-tiled style instead (k_mg_fine.cu). The transfers march along z
+ * sweeps, residual and norms run in the register-tiled style instead
+ * (k_mg_fine.cu; with several materials, up to MG_FINE_NMAT of them). The
+ * transfers march along z
  * one thread per column likewise. Coarse levels are
  * latency-bound, so the whole V-cycle (about 6 launches per level) is
  * captured once as a CUDA graph and replayed.
@@ -74,13 +75,13 @@ __device__ __forceinline__ T point_resid(const mgd_level<T> &L, const mgd_fine<T
         t[0] = L.t[0][q0], t[1] = L.t[0][p], t[2] = L.t[1][q2], t[3] = L.t[1][p];
         t[4] = L.t[2][q4], t[5] = L.t[2][p];
     } else {
-        const unsigned char *cl = F.cls;
+        const unsigned char *ml = F.mtl;
         const int M = F.nmat;
         const long long q5 = p + (wrapp(k, n2) - k) * sz;
-        const int a = cl ? F.mat[cl[p]] : 0;
-        const int m0 = cl ? F.mat[cl[q0]] : 0, m1 = cl ? F.mat[cl[q1]] : 0;
-        const int m2 = cl ? F.mat[cl[q2]] : 0, m3 = cl ? F.mat[cl[q3]] : 0;
-        const int m4 = cl ? F.mat[cl[q4]] : 0, m5 = cl ? F.mat[cl[q5]] : 0;
+        const int a = ml ? ml[p] : 0;
+        const int m0 = ml ? ml[q0] : 0, m1 = ml ? ml[q1] : 0;
+        const int m2 = ml ? ml[q2] : 0, m3 = ml ? ml[q3] : 0;
+        const int m4 = ml ? ml[q4] : 0, m5 = ml ? ml[q5] : 0;
         const T vx = L.v[0][i], vy = L.v[1][j], vz = L.v[2][k];
         t[0] = face(F.kf[m0 * M + a], L.ih[0][im], vy, vz);
         t[1] = face(F.kf[a * M + m1], L.ih[0][i], vy, vz);
@@ -144,13 +145,13 @@ __global__ void __launch_bounds__(256)
                 } else if (PASS == P_RHS) {
                     /* b was zero for this pass: r = -(A c) */
                     const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
-                    const int a = F.cls ? F.mat[F.cls[p]] : 0;
+                    const int a = F.mtl ? F.mtl[p] : 0;
                     const T bv = rhs_value(c, -r, F.mdt[a] * vol, F.ct, F.b0 ? F.b0[p] : T(0));
                     L.b[p] = bv;
                     bm = max(bm, abs_bits(bv / (F.rhoc[a] * vol)));
                 } else {
                     const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
-                    const T rc = F.rhoc[F.cls ? F.mat[F.cls[p]] : 0];
+                    const T rc = F.rhoc[F.mtl ? F.mtl[p] : 0];
                     rm = max(rm, abs_bits(r / (rc * vol)));
                     ws += (double)(rc * vol) * (double)c;
                 }
@@ -334,7 +335,8 @@ static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F,
                         int zero)
 {
     if constexpr (PASS != P_RHS) {
-        if (l0 && !F.cls && !(PASS == P_SMOOTH && zero) && !g->point_l0) {
+        if (l0 && (!F.mtl || F.nmat <= MG_FINE_NMAT) && !(PASS == P_SMOOTH && zero) &&
+            !g->point_l0) {
             const cudaError_t e =
                 heat_cuda_mg_fine_pass<T, PASS>(L, F, sweep, g->d_norms, g->stream);
             if (e != cudaSuccess && g->launch_err == cudaSuccess) g->launch_err = e;
@@ -741,12 +743,12 @@ static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *
     if (!rc) rc = dev_planes<T>(g, L[0].n, mg_plane(L[0]), m->b0, &F.b0, err);
     if (!rc && m->implicit) rc = dev_zeros<T>(g, np, &F.keep, err);
     if (!rc && m->cls) {
-        rc = dev_planes<unsigned char>(g, L[0].n, mg_plane(L[0]), cls, &F.cls, err);
-        void *q = nullptr;
-        MG_CUDA_CHECK(cudaMalloc(&q, sizeof m->mat));
-        g->owned.push_back(q);
-        MG_CUDA_CHECK(cudaMemcpy(q, m->mat, sizeof m->mat, cudaMemcpyHostToDevice));
-        F.mat = (const unsigned char *)q;
+        /* each node's material, looked up here once rather than by every
+         * pass through its class */
+        const int64_t pts = (int64_t)L[0].n[0] * L[0].n[1] * L[0].n[2];
+        std::vector<unsigned char> mtl((size_t)pts);
+        for (int64_t i = 0; i < pts; i++) mtl[(size_t)i] = m->mat[cls[i]];
+        rc = dev_planes<unsigned char>(g, L[0].n, mg_plane(L[0]), mtl.data(), &F.mtl, err);
     }
     if (rc) return rc;
     if (m->implicit) {

@@ -1,7 +1,6 @@
 /* The finest multigrid level's stencil passes (the smoother's sweeps, the
- * residual and the norms of a cycle's stop test) when the level has one
- * material, in the register-tiled style of the explicit sweep
- * (k_register.cu):
+ * residual and the norms of a cycle's stop test) in the register-tiled
+ * style of the explicit sweep (k_register.cu):
  *
  * - a block owns a tile of BXT*VX x BP nodes of an x-y plane and streams a
  *   run of planes along z through a ring of D planes in shared memory
@@ -21,14 +20,22 @@
  *   the z widths of the next plane are read a plane ahead;
  * - mg_fine_pair_kernel, the same with two planes an iteration (two nodes'
  *   chains of operations side by side, a barrier for two planes): the
- *   double sweeps' kernel (launch_vx says which runs where).
+ *   double sweeps' kernel of one material (launch_vx says which runs where);
+ * - several materials (MT, up to MG_FINE_NMAT): the level holds each node's
+ *   material as a byte (k_mg.cu maps the classes once). A thread keeps its
+ *   columns' face geometry, ih (va vb), as it keeps the conductivities
+ *   above, and a node multiplies each by its pair's conductivity from the
+ *   table kf staged in shared memory; its column's materials in planes
+ *   k - 1, k and k + 1 ride along z in registers, and those of its row's
+ *   neighbours are read a plane ahead. The weight c1 / diag then costs a
+ *   division per node, and blocks run fewer planes (mt_chunk).
  *
  * Values and order are mg_pass_kernel's (k_mg.cu) and the CPU's
  * (cpu/cpu_mg.inc): the operator is kernels/mg_point.inc, the kept sum of
  * the conductivities is the same five additions that every node's diagonal
  * starts with, and the sweep's weight c1 / diag is kept with them where the
- * diagonal has no mass term (a steady solve), so a node costs no division.
- * tests/test_gpu_mg.c compares the fields bit for bit.
+ * diagonal has no mass term (a steady solve) and one material, so a node
+ * costs no division. tests/test_gpu_mg.c compares the fields bit for bit.
  */
 #include <cuda_pipeline.h>
 #include <stdlib.h>
@@ -108,13 +115,35 @@ template <typename T, int VX> struct mg_fine_in {
     hk_vec<T, VX> w; /* a sweep's weights c1 / diag, where worked out before nodes() */
     hk_vec<T, VX> cur, ym, yp, zm, zp;
     T left, right;
+    /* several materials (MT): the materials of the group's nodes and of
+     * their neighbours as the field's above, VX bytes packed in a word (byte
+     * e: node e), the row's left and right neighbours' alone */
+    unsigned kc, kym, kyp, kzm, kzp, kl, kr;
 };
+
+/* VX material bytes from q (q's offset a multiple of VX: rows and planes
+ * of a multiple of VX nodes, the array at the start of an allocation). */
+template <int VX> static __device__ __forceinline__ unsigned mtl_word(const unsigned char *q)
+{
+    if constexpr (VX == 4)
+        return __ldg(reinterpret_cast<const unsigned *>(q));
+    else if constexpr (VX == 2)
+        return __ldg(reinterpret_cast<const unsigned short *>(q));
+    else
+        return __ldg(q);
+}
+
+/* byte e of a packed word */
+static __device__ __forceinline__ int mtl_byte(unsigned w, int e)
+{
+    return (int)((w >> (8 * e)) & 0xffu);
+}
 
 /* A thread's part of a pass, what both kernels below share: its group of
  * VX nodes (x ig .. ig + VX - 1 of row j), which of them the pass writes,
  * the conductivities kept for the z widths (cvz, cikm, cik) and the norms
  * so far. */
-template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
+template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine_group {
     int n0, ig, jj, ty, col;
     bool rowin, grpin, allact, act[VX]; /* in the grid and not held (before z) */
     T c0, c1;
@@ -124,7 +153,10 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
      * their sum (no mass term: dg0 NULL), their sum ts (a sweep with one),
      * or rho c ((x width * y width) * z width), the norms' rho c V; made
      * for the plane z widths (cvz, cikm, cik). The axes' tables are read
-     * again when a plane's widths differ (the z faces' planes). */
+     * again when a plane's widths differ (the z faces' planes). With
+     * several materials (MT) 0 .. 5 hold the faces' geometry, ih (va vb) of
+     * mg_point.inc's heat_mg_face, which a node multiplies by its pair's
+     * conductivity, and 6 the volume (x width * y width) * z width. */
     T tc[7][VX];
     T cvz, cikm, cik;
     bool have;
@@ -136,6 +168,16 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
      * monotonically, so this is the largest quotient, without a division
      * per node. */
     unsigned long long rmx[VX];
+    /* MT: the staged face conductivities kf[a * nm + b], rho c by
+     * material; the materials of the group's column in planes k - 1, k,
+     * k + 1 (zw), carried along z, and of its neighbours in the rows beside
+     * and left and right in the next plane (nw), read a plane ahead; the
+     * offsets of those neighbours */
+    const T *kfs, *rhoc;
+    int nm;
+    unsigned zw[3], nw[4];
+    long long dym, dyp;
+    int dl, dr;
 
     __device__ __forceinline__ mg_fine_group(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                                              int ig_, int j)
@@ -162,6 +204,47 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
         ws = sum = 0;
 #pragma unroll
         for (int e = 0; e < VX; e++) rmx[e] = 0;
+        kfs = rhoc = nullptr, nm = 0;
+        zw[0] = zw[1] = zw[2] = 0;
+        nw[0] = nw[1] = nw[2] = nw[3] = 0;
+        dym = (long long)(wrapm(jj, n1) - jj) * n0, dyp = (long long)(wrapp(jj, n1) - jj) * n0;
+        dl = ig == 0 ? n0 - 1 : -1;
+        dr = ig + VX >= n0 ? -(ig + VX - 1) : 1;
+    }
+
+    /* MT: the materials of the group's column in planes k0 - 1, k0, k0 + 1
+     * (wrapped into the grid; col the column's offset in a plane) */
+    __device__ __forceinline__ void zstart(const mgd_fine<T> &F, int k0, int n2, long long sz,
+                                           long long colp)
+    {
+        if (!MT || !(rowin && grpin)) return;
+        zw[0] = mtl_word<VX>(F.mtl + (long long)wrapm(k0, n2) * sz + colp);
+        zw[1] = mtl_word<VX>(F.mtl + (long long)k0 * sz + colp);
+        zw[2] = mtl_word<VX>(F.mtl + (long long)wrapp(k0, n2) * sz + colp);
+        beside(F, (long long)k0 * sz + colp);
+    }
+
+    /* MT: the materials beside the group's nodes of offset p into nw */
+    __device__ __forceinline__ void beside(const mgd_fine<T> &F, long long p)
+    {
+        nw[0] = mtl_word<VX>(F.mtl + p + dym);
+        nw[1] = mtl_word<VX>(F.mtl + p + dyp);
+        nw[2] = __ldg(F.mtl + p + dl);
+        nw[3] = __ldg(F.mtl + p + (VX - 1) + dr);
+    }
+
+    /* MT: plane k's materials into in, and on to plane k + 1: its
+     * neighbours' and plane k + 2's read (k1: the run's end) */
+    __device__ __forceinline__ void materials(mg_fine_in<T, VX> &in, const mgd_fine<T> &F, int k,
+                                              int k1, int n2, long long sz, long long colp)
+    {
+        in.kzm = zw[0], in.kc = zw[1], in.kzp = zw[2];
+        in.kym = nw[0], in.kyp = nw[1], in.kl = nw[2], in.kr = nw[3];
+        zw[0] = zw[1], zw[1] = zw[2];
+        if (rowin && grpin && k + 1 < k1) {
+            zw[2] = mtl_word<VX>(F.mtl + (long long)wrapp(k + 1, n2) * sz + colp);
+            beside(F, (long long)(k + 1) * sz + colp);
+        }
     }
 
     __device__ __forceinline__ bool kept(T vz, T ikm, T ik) const
@@ -171,10 +254,12 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
 
     __device__ __forceinline__ void fold()
     {
+        if constexpr (!MT) { /* MT: nodes() divides by each node's rho c V */
 #pragma unroll
-        for (int e = 0; e < VX; e++) {
-            rm = max(rm, abs_bits((T)__longlong_as_double((long long)rmx[e]) / tc[6][e]));
-            rmx[e] = 0;
+            for (int e = 0; e < VX; e++) {
+                rm = max(rm, abs_bits((T)__longlong_as_double((long long)rmx[e]) / tc[6][e]));
+                rmx[e] = 0;
+            }
         }
     }
 
@@ -184,6 +269,20 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
                                          T ik)
     {
         if (kept(vz, ikm, ik)) return;
+        if (MT) {
+            have = true, cvz = vz, cikm = ikm, cik = ik;
+            const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, L.n[1])], ihj = L.ih[1][jj];
+#pragma unroll
+            for (int e = 0; e < VX; e++) {
+                const int ii = ig + e < n0 ? ig + e : 0;
+                const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
+                tc[0][e] = ihm * (vy * vz), tc[1][e] = ihp * (vy * vz);
+                tc[2][e] = ihjm * (vx * vz), tc[3][e] = ihj * (vx * vz);
+                tc[4][e] = ikm * (vx * vy), tc[5][e] = ik * (vx * vy);
+                tc[6][e] = (vx * vy) * vz;
+            }
+            return;
+        }
         const T kf = F.kf[0]; /* read here: a register less to keep */
         if (PASS == P_NORMS && have) fold();
         have = true, cvz = vz, cikm = ikm, cik = ik;
@@ -250,6 +349,15 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
     template <bool W = false>
     __device__ __forceinline__ hk_vec<T, VX> nodes(const mg_fine_in<T, VX> &in)
     {
+        if constexpr (MT)
+            return nodes_mt(in);
+        else
+            return nodes_one<W>(in);
+    }
+
+    template <bool W>
+    __device__ __forceinline__ hk_vec<T, VX> nodes_one(const mg_fine_in<T, VX> &in)
+    {
         hk_vec<T, VX> v;
 #pragma unroll
         for (int e = 0; e < VX; e++) {
@@ -272,6 +380,51 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
                 if (PASS == P_NORMS && act[e]) {
                     rmx[e] = max(rmx[e], abs_bits(r));
                     ws += (double)tc[6][e] * (double)c;
+                }
+            }
+        }
+        return v;
+    }
+
+    /* nodes() with several materials: each node's conductivities from its
+     * and its neighbours' materials and the kept geometry, in
+     * mg_point.inc's order; a node's x- face is the node before's x+ face
+     * (the same pair and geometry: the same value). */
+    __device__ __forceinline__ hk_vec<T, VX> nodes_mt(const mg_fine_in<T, VX> &in)
+    {
+        hk_vec<T, VX> v;
+        int mx[VX + 2]; /* the row's materials: left, the group's, right */
+        mx[0] = (int)in.kl, mx[VX + 1] = (int)in.kr;
+#pragma unroll
+        for (int e = 0; e < VX; e++) mx[e + 1] = mtl_byte(in.kc, e);
+        T tx = kfs[mx[0] * nm + mx[1]] * tc[0][0]; /* node 0's x- face */
+#pragma unroll
+        for (int e = 0; e < VX; e++) {
+            const int a = mx[e + 1];
+            const T c = in.cur.v[e];
+            const T nb[6] = {e > 0 ? in.cur.v[e - 1] : in.left,
+                             e < VX - 1 ? in.cur.v[e + 1] : in.right,
+                             in.ym.v[e],
+                             in.yp.v[e],
+                             in.zm.v[e],
+                             in.zp.v[e]};
+            const T t[6] = {tx,
+                            kfs[a * nm + mx[e + 2]] * tc[1][e],
+                            kfs[mtl_byte(in.kym, e) * nm + a] * tc[2][e],
+                            kfs[a * nm + mtl_byte(in.kyp, e)] * tc[3][e],
+                            kfs[mtl_byte(in.kzm, e) * nm + a] * tc[4][e],
+                            kfs[a * nm + mtl_byte(in.kzp, e)] * tc[5][e]};
+            tx = t[1];
+            T diag;
+            const T r = resid_ts(in.b.v[e], in.d.v[e], c, nb, t, tsum(t), &diag);
+            if (PASS == P_SMOOTH) {
+                v.v[e] = sweep_value(up, c, in.p.v[e], r, weight(c1, diag), c0);
+            } else {
+                v.v[e] = r;
+                if (PASS == P_NORMS && act[e]) {
+                    const T rcv = rhoc[a] * tc[6][e]; /* rho c V */
+                    rm = max(rm, abs_bits(r / rcv));
+                    ws += (double)rcv * (double)c;
                 }
             }
         }
@@ -324,7 +477,7 @@ template <typename T, int PASS, bool DG, int VX> struct mg_fine_group {
     }
 };
 
-template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB>
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool MT>
 __global__ void __launch_bounds__(BXT *BP, MINB)
     mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
                    mg_norms *norms)
@@ -349,7 +502,17 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     auto issue = [&](int k) {
         cp.issue(sm[slot(k)], x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz);
     };
-    mg_fine_group<T, PASS, DG, VX> g(L, F, sweep, ig, j);
+    mg_fine_group<T, PASS, DG, VX, MT> g(L, F, sweep, ig, j);
+    /* MT: the face conductivities staged (first read after the loop's
+     * first barrier) */
+    __shared__ T skf[MT ? MG_FINE_NMAT * MG_FINE_NMAT : 1];
+    const long long colp = (long long)j * n0 + ig; /* rowin, grpin */
+    if (MT) {
+        const int tid = threadIdx.x + BXT * threadIdx.y;
+        for (int q = tid; q < F.nmat * F.nmat; q += BXT * BP) skf[q] = F.kf[q];
+        g.kfs = skf, g.rhoc = F.rhoc, g.nm = F.nmat;
+        if (k0 < k1) g.zstart(F, k0, n2, sz, colp);
+    }
 
     /* planes k0 - 1 .. k0 + P - 1 in flight, one copy group each */
     if (k0 < k1)
@@ -371,6 +534,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         const bool work = g.rowin && g.grpin && !zheld(L, k);
         mg_fine_in<T, VX> in;
         g.inputs(in, L, F, out, p, work);
+        if (MT) g.materials(in, F, k, k1, n2, sz, colp);
         const T vz = vz_n, ikm = ikm_n, ik = ik_n;
         if (k + 1 < k1) vz_n = L.v[2][k + 1], ikm_n = L.ih[2][k], ik_n = L.ih[2][k + 1];
         g.keep(L, F, vz, ikm, ik);
@@ -494,15 +658,46 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     if (PASS == P_NORMS) g.flush(norms);
 }
 
-template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool PAIR>
+/* Planes per block run of the kernel of several materials: runs for about
+ * 8 waves of resident blocks, at least 12 planes each. Its blocks take
+ * longer on nodes of more materials than on others, so that a grid of
+ * about one wave (heat_cuda_wchunk's choice for the kernel of one
+ * material) left multiprocessors idle at its end: on the chip at 401 x 401
+ * x 81 (663 tiles, 396 resident blocks), 81 planes a run took 2.42 ms a
+ * cycle in double, 14 planes 2.27 ms (docs/PERFORMANCE.md).
+ * HEAT_CUDA_WCHUNK sets the run length, as for the other kernels. */
+static int mt_chunk(long long tiles, int n2, int blocks_per_sm)
+{
+    static int sms = 0, forced = -1;
+    if (forced < 0) {
+        forced = getenv("HEAT_CUDA_WCHUNK") ? 1 : 0;
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 1;
+    }
+    if (forced) return heat_cuda_wchunk(tiles, n2, blocks_per_sm);
+    const long long slots = (long long)sms * blocks_per_sm, t = tiles > 0 ? tiles : 1;
+    const long long runs = (8 * slots + t - 1) / t;
+    long long c = (n2 + runs - 1) / runs;
+    if (c < 12) c = 12;
+    if (c > n2) c = n2;
+    /* the grid's z limit */
+    if ((n2 + c - 1) / c > 65535) c = (n2 + 65534) / 65535;
+    return (int)c;
+}
+
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool PAIR,
+          bool MT>
 static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                              mg_norms *norms, cudaStream_t stream)
 {
+    static_assert(!(PAIR && MT), "the pair kernel serves one material");
     void (*kernel)(const mgd_level<T>, const mgd_fine<T>, int, int, mg_norms *);
     if constexpr (PAIR)
         kernel = mg_fine_pair_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>;
     else
-        kernel = mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB>;
+        kernel = mg_fine_kernel<T, PASS, DG, VX, BXT, BP, D, MINB, MT>;
     static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
     if (!blocks_per_sm) {
         const cudaError_t e =
@@ -512,7 +707,8 @@ static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
     }
     constexpr int BX = BXT * VX;
     const long long gx = (L.n[0] + BX - 1) / BX, gy = (L.n[1] + BP - 1) / BP;
-    const int kchunk = heat_cuda_wchunk(gx * gy, L.n[2], blocks_per_sm);
+    const int kchunk = MT ? mt_chunk(gx * gy, L.n[2], blocks_per_sm)
+                          : heat_cuda_wchunk(gx * gy, L.n[2], blocks_per_sm);
     const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)((L.n[2] + kchunk - 1) / kchunk));
     kernel<<<grid, dim3(BXT, BP), 0, stream>>>(L, F, sweep, kchunk, norms);
     return cudaGetLastError();
@@ -534,30 +730,44 @@ static int pair_forced(void)
     return pair;
 }
 
-template <typename T, int PASS, int VX>
+template <typename T, int PASS, int VX, bool MT>
 static cudaError_t launch_vx(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                              mg_norms *norms, cudaStream_t stream)
 {
     const bool dg = F.dg0 != nullptr;
-    const int forced = pair_forced();
-    if (forced == 1 || (forced < 0 && sizeof(T) == 8 && PASS == P_SMOOTH))
-        return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, true>(L, F, sweep, norms, stream)
-                  : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, true>(L, F, sweep, norms, stream);
-    return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, false>(L, F, sweep, norms, stream)
-              : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, false>(L, F, sweep, norms, stream);
+    if constexpr (!MT) {
+        const int forced = pair_forced();
+        if (forced == 1 || (forced < 0 && sizeof(T) == 8 && PASS == P_SMOOTH))
+            return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, true, false>(L, F, sweep, norms,
+                                                                               stream)
+                      : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, true, false>(L, F, sweep, norms,
+                                                                                stream);
+    }
+    /* several materials: 3 blocks a multiprocessor (80 registers), but for
+     * float groups of 4 (2 blocks, 112 to 124 registers: at 3 they spill) */
+    constexpr int MINB = MT && (VX == 1 || sizeof(T) == 8) ? 3 : 2;
+    return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, MINB, false, MT>(L, F, sweep, norms, stream)
+              : launch_dg<T, PASS, false, VX, 32, 8, 8, MINB, false, MT>(L, F, sweep, norms,
+                                                                         stream);
 }
 
 /* Tiles of 32 x 8 threads, groups of 16 bytes where rows allow (else one
  * value a thread), a ring of 8 planes, 2 blocks per multiprocessor (what
- * was measured against the alternatives: docs/PERFORMANCE.md); with or
- * without a mass term on the diagonal (implicit steps, steady). */
+ * was measured against the alternatives: docs/PERFORMANCE.md; 3 with
+ * several materials, launch_vx); with or without a mass term on the
+ * diagonal (implicit steps, steady). */
 template <typename T, int PASS>
 cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                                    mg_norms *norms, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
-    if (L.n[0] % V == 0) return launch_vx<T, PASS, V>(L, F, sweep, norms, stream);
-    return launch_vx<T, PASS, 1>(L, F, sweep, norms, stream);
+    if (F.mtl) {
+        if (F.nmat > MG_FINE_NMAT) return cudaErrorInvalidValue; /* launch_pass's point kernel */
+        if (L.n[0] % V == 0) return launch_vx<T, PASS, V, true>(L, F, sweep, norms, stream);
+        return launch_vx<T, PASS, 1, true>(L, F, sweep, norms, stream);
+    }
+    if (L.n[0] % V == 0) return launch_vx<T, PASS, V, false>(L, F, sweep, norms, stream);
+    return launch_vx<T, PASS, 1, false>(L, F, sweep, norms, stream);
 }
 
 #define HEAT_MG_FINE(T, P)                                                                         \

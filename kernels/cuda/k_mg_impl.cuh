@@ -170,7 +170,7 @@ template <typename T> __host__ __device__ __forceinline__ long long mg_plane(con
 /* The finest level's tables and arrays. */
 template <typename T> struct mgd_fine {
     const T *kf, *rhoc, *mdt;
-    const unsigned char *cls, *mat; /* cls NULL: material 0 */
+    const unsigned char *mtl; /* each node's material, as the field; NULL: material 0 */
     const T *dg0, *b0;
     T *keep;
     T ct;
@@ -253,8 +253,13 @@ struct cuda_mg {
     heat_error split_err;
 };
 
-/* The finest level's sweeps, residual and norms when it has one material
- * (F.cls NULL), in the register-tiled style (k_mg_fine.cu): PASS is
+/* The largest number of materials whose face table (nmat^2 values)
+ * k_mg_fine.cu stages in shared memory; with more, the point kernel runs
+ * the finest level's passes. */
+#define MG_FINE_NMAT 16
+
+/* The finest level's sweeps, residual and norms in the register-tiled
+ * style (k_mg_fine.cu; several materials: F.nmat <= MG_FINE_NMAT): PASS is
  * P_SMOOTH (sweep `sweep`, not from a zero iterate), P_RESID or P_NORMS;
  * the same nodes, values and order as mg_pass_kernel's. */
 template <typename T, int PASS>
