@@ -186,17 +186,22 @@ static void test_steady_cycles(void **state)
     (void)state;
     /* 3D with rows of an odd length (one node a thread on the finest
      * level), 2D with rows of a multiple of 4 (groups of 16 bytes), 3D
-     * with such rows, x periodic, and fewer rows than a tile has, and a
-     * grid small enough to be the coarsest level itself (solved directly,
-     * its planes padded under test_padded_planes) */
-    static const char *const shapes[4][3] = {{"grid.points=[37, 29, 21]"},
-                                             {"grid.points=[100, 65, 1]"},
-                                             {"grid.points=[48, 7, 33]",
-                                              "boundary.x_lo={type=\"periodic\";}",
-                                              "boundary.x_hi={type=\"periodic\";}"},
-                                             {"grid.points=[9, 7, 5]"}};
+     * with such rows, x periodic, and fewer rows than a tile has, the same
+     * with rows of an odd length (the wrap inside a tile), rows shorter
+     * than a group of floats, and a grid small enough to be the coarsest
+     * level itself (solved directly, its planes padded under
+     * test_padded_planes) */
+    static const char *const shapes[6][3] = {
+        {"grid.points=[37, 29, 21]"},
+        {"grid.points=[100, 65, 1]"},
+        {"grid.points=[48, 7, 33]", "boundary.x_lo={type=\"periodic\";}",
+         "boundary.x_hi={type=\"periodic\";}"},
+        {"grid.points=[45, 9, 17]", "boundary.x_lo={type=\"periodic\";}",
+         "boundary.x_hi={type=\"periodic\";}"},
+        {"grid.points=[6, 35, 19]"},
+        {"grid.points=[9, 7, 5]"}};
     for (int p = 0; p < 2; p++)
-        for (int sh = 0; sh < 4; sh++) {
+        for (int sh = 0; sh < 6; sh++) {
             test_sets s = {0};
             test_sets_add(&s, "solver.precision=\"%s\"", p ? "float" : "double");
             for (int i = 0; i < 3 && shapes[sh][i]; i++) test_sets_add(&s, "%s", shapes[sh][i]);
@@ -236,7 +241,7 @@ static void test_materials(void **state)
     static const char *const shapes[6][3] = {
         {"grid.points=[37, 29, 21]"},
         {"grid.points=[40, 29, 21]"},
-        {"grid.points=[48, 7, 33]", "boundary.x_lo={type=\"periodic\";}",
+        {"grid.points=[45, 7, 33]", "boundary.x_lo={type=\"periodic\";}",
          "boundary.x_hi={type=\"periodic\";}"},
         {"grid.points=[40, 13, 24]", "boundary.z_lo={type=\"periodic\";}",
          "boundary.z_hi={type=\"periodic\";}"},
