@@ -21,14 +21,18 @@
  * - mg_fine_pair_kernel, the same with two planes an iteration (two nodes'
  *   chains of operations side by side, a barrier for two planes): the
  *   double sweeps' kernel of one material (launch_vx says which runs where);
- * - several materials (MT, up to MG_FINE_NMAT): the level holds each node's
- *   material as a byte (k_mg.cu maps the classes once). A thread keeps its
- *   columns' face geometry, ih (va vb), as it keeps the conductivities
- *   above, and a node multiplies each by its pair's conductivity from the
- *   table kf staged in shared memory; its column's materials in planes
- *   k - 1, k and k + 1 ride along z in registers, and those of its row's
- *   neighbours are read a plane ahead. The weight c1 / diag then costs a
- *   division per node, and blocks run fewer planes (mt_chunk).
+ * - several materials (up to MG_FINE_NMAT): the level holds each node's
+ *   material as a byte (k_mg.cu maps the classes once). The column's
+ *   materials in planes k - 1, k and k + 1 ride along z in registers, and
+ *   those of its row's neighbours are read a plane ahead; blocks run fewer
+ *   planes (mt_chunk). A thread's conductivities are kept as above, for
+ *   the materials of its group and of their six neighbours as well, made
+ *   again from a table of the pairs' conductivities staged in shared
+ *   memory only where those materials change along z (MG_KEPT: a node
+ *   costs what it costs with one material, but at interfaces); or, for
+ *   double on one value a thread, where those materials' registers spill,
+ *   the faces' geometry is kept and each node looks its conductivities up
+ *   in the table (MG_LOOKUP).
  *
  * Values and order are mg_pass_kernel's (k_mg.cu) and the CPU's
  * (cpu/cpu_mg.inc): the operator is kernels/mg_point.inc, the kept sum of
@@ -143,7 +147,12 @@ static __device__ __forceinline__ int mtl_byte(unsigned w, int e)
  * VX nodes (x ig .. ig + VX - 1 of row j), which of them the pass writes,
  * the conductivities kept for the z widths (cvz, cikm, cik) and the norms
  * so far. */
-template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine_group {
+/* How a group's conductivities come about: one material (MG_ONE), several
+ * with each node's looked up in every pass (MG_LOOKUP), or several kept
+ * while the materials around the group stay the same (MG_KEPT). */
+enum { MG_ONE = 0, MG_LOOKUP = 1, MG_KEPT = 2 };
+
+template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine_group {
     int n0, ig, jj, ty, col;
     bool rowin, grpin, allact, act[VX]; /* in the grid and not held (before z) */
     T c0, c1;
@@ -153,10 +162,11 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
      * their sum (no mass term: dg0 NULL), their sum ts (a sweep with one),
      * or rho c ((x width * y width) * z width), the norms' rho c V; made
      * for the plane z widths (cvz, cikm, cik). The axes' tables are read
-     * again when a plane's widths differ (the z faces' planes). With
-     * several materials (MT) 0 .. 5 hold the faces' geometry, ih (va vb) of
+     * again when a plane's widths differ (the z faces' planes), or
+     * (MG_KEPT) when the materials around the group differ from those of
+     * kk. MG_LOOKUP keeps the faces' geometry in 0 .. 5, ih (va vb) of
      * mg_point.inc's heat_mg_face, which a node multiplies by its pair's
-     * conductivity, and 6 the volume (x width * y width) * z width. */
+     * conductivity, and the volume (x width * y width) * z width in 6. */
     T tc[7][VX];
     T cvz, cikm, cik;
     bool have;
@@ -175,7 +185,7 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
      * offsets of those neighbours */
     const T *kfs, *rhoc;
     int nm;
-    unsigned zw[3], nw[4];
+    unsigned zw[3], nw[4], kk[7]; /* kk: the materials of the kept conductivities (keep) */
     long long dym, dyp;
     int dl, dr;
 
@@ -207,6 +217,8 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
         kfs = rhoc = nullptr, nm = 0;
         zw[0] = zw[1] = zw[2] = 0;
         nw[0] = nw[1] = nw[2] = nw[3] = 0;
+#pragma unroll
+        for (int q = 0; q < 7; q++) kk[q] = 0;
         dym = (long long)(wrapm(jj, n1) - jj) * n0, dyp = (long long)(wrapp(jj, n1) - jj) * n0;
         dl = ig == 0 ? n0 - 1 : -1;
         dr = ig + VX >= n0 ? -(ig + VX - 1) : 1;
@@ -254,7 +266,7 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
 
     __device__ __forceinline__ void fold()
     {
-        if constexpr (!MT) { /* MT: nodes() divides by each node's rho c V */
+        if constexpr (MT != MG_LOOKUP) { /* MG_LOOKUP: nodes() divides by each rho c V */
 #pragma unroll
             for (int e = 0; e < VX; e++) {
                 rm = max(rm, abs_bits((T)__longlong_as_double((long long)rmx[e]) / tc[6][e]));
@@ -263,13 +275,24 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
         }
     }
 
-    /* The conductivities for a plane of z widths vz, ikm (below), ik
-     * (above), from the axes' tables unless they are the kept ones. */
-    __device__ __forceinline__ void keep(const mgd_level<T> &L, const mgd_fine<T> &F, T vz, T ikm,
-                                         T ik)
+    /* MT: the materials in `in` those the conductivities were made for */
+    __device__ __forceinline__ bool same_materials(const mg_fine_in<T, VX> &in) const
     {
-        if (kept(vz, ikm, ik)) return;
-        if (MT) {
+        return in.kc == kk[0] && in.kym == kk[1] && in.kyp == kk[2] && in.kzm == kk[3] &&
+               in.kzp == kk[4] && in.kl == kk[5] && in.kr == kk[6];
+    }
+
+    /* The conductivities for a plane of z widths vz, ikm (below), ik
+     * (above), from the axes' tables unless they are the kept ones; MT:
+     * and for the materials of the group and its neighbours in `in`, the
+     * face conductivities from the staged table, unless those are the kept
+     * ones too (so that a node costs what it costs with one material, but
+     * where the materials around its column change along z). */
+    __device__ __forceinline__ void keep(const mgd_level<T> &L, const mgd_fine<T> &F,
+                                         const mg_fine_in<T, VX> &in, T vz, T ikm, T ik)
+    {
+        if (kept(vz, ikm, ik) && (MT != MG_KEPT || same_materials(in))) return;
+        if (MT == MG_LOOKUP) {
             have = true, cvz = vz, cikm = ikm, cik = ik;
             const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, L.n[1])], ihj = L.ih[1][jj];
 #pragma unroll
@@ -283,21 +306,37 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
             }
             return;
         }
-        const T kf = F.kf[0]; /* read here: a register less to keep */
+        const T kf = MT ? T(0) : F.kf[0]; /* read here: a register less to keep */
         if (PASS == P_NORMS && have) fold();
         have = true, cvz = vz, cikm = ikm, cik = ik;
+        if (MT == MG_KEPT)
+            kk[0] = in.kc, kk[1] = in.kym, kk[2] = in.kyp, kk[3] = in.kzm, kk[4] = in.kzp,
+            kk[5] = in.kl, kk[6] = in.kr;
         const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, L.n[1])], ihj = L.ih[1][jj];
 #pragma unroll
         for (int e = 0; e < VX; e++) {
             const int ii = ig + e < n0 ? ig + e : 0;
             const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
-            const T t[6] = {face(kf, ihm, vy, vz), face(kf, ihp, vy, vz), face(kf, ihjm, vx, vz),
-                            face(kf, ihj, vx, vz), face(kf, ikm, vx, vy), face(kf, ik, vx, vy)};
+            T kq[6] = {kf, kf, kf, kf, kf, kf}; /* the faces' conductivities */
+            int a = 0;
+            if (MT == MG_KEPT) {
+                a = mtl_byte(in.kc, e);
+                const int ml = e > 0 ? mtl_byte(in.kc, e - 1) : (int)in.kl;
+                const int mr = e < VX - 1 ? mtl_byte(in.kc, e + 1) : (int)in.kr;
+                kq[0] = kfs[ml * nm + a], kq[1] = kfs[a * nm + mr];
+                kq[2] = kfs[mtl_byte(in.kym, e) * nm + a],
+                kq[3] = kfs[a * nm + mtl_byte(in.kyp, e)];
+                kq[4] = kfs[mtl_byte(in.kzm, e) * nm + a],
+                kq[5] = kfs[a * nm + mtl_byte(in.kzp, e)];
+            }
+            const T t[6] = {face(kq[0], ihm, vy, vz),  face(kq[1], ihp, vy, vz),
+                            face(kq[2], ihjm, vx, vz), face(kq[3], ihj, vx, vz),
+                            face(kq[4], ikm, vx, vy),  face(kq[5], ik, vx, vy)};
             const T ts = tsum(t);
 #pragma unroll
             for (int f = 0; f < 6; f++) tc[f][e] = t[f];
             if (PASS == P_NORMS)
-                tc[6][e] = F.rhoc[0] * ((vx * vy) * vz); /* rho c V */
+                tc[6][e] = (MT ? rhoc[a] : F.rhoc[0]) * ((vx * vy) * vz); /* rho c V */
             else if (PASS == P_SMOOTH && !DG)
                 tc[6][e] = weight(c1, ts + T(0)); /* diag = ts + dg, dg = 0 */
             else
@@ -349,14 +388,14 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
     template <bool W = false>
     __device__ __forceinline__ hk_vec<T, VX> nodes(const mg_fine_in<T, VX> &in)
     {
-        if constexpr (MT)
+        if constexpr (MT == MG_LOOKUP)
             return nodes_mt(in);
         else
-            return nodes_one<W>(in);
+            return nodes_kept<W>(in);
     }
 
     template <bool W>
-    __device__ __forceinline__ hk_vec<T, VX> nodes_one(const mg_fine_in<T, VX> &in)
+    __device__ __forceinline__ hk_vec<T, VX> nodes_kept(const mg_fine_in<T, VX> &in)
     {
         hk_vec<T, VX> v;
 #pragma unroll
@@ -477,7 +516,7 @@ template <typename T, int PASS, bool DG, int VX, bool MT = false> struct mg_fine
     }
 };
 
-template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool MT>
+template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, int MT>
 __global__ void __launch_bounds__(BXT *BP, MINB)
     mg_fine_kernel(const mgd_level<T> L, const mgd_fine<T> F, int sweep, int kchunk,
                    mg_norms *norms)
@@ -503,14 +542,15 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         cp.issue(sm[slot(k)], x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz);
     };
     mg_fine_group<T, PASS, DG, VX, MT> g(L, F, sweep, ig, j);
-    /* MT: the face conductivities staged (first read after the loop's
-     * first barrier) */
+    /* MT: the face conductivities staged (a barrier before the first
+     * keep reads them) */
     __shared__ T skf[MT ? MG_FINE_NMAT * MG_FINE_NMAT : 1];
     const long long colp = (long long)j * n0 + ig; /* rowin, grpin */
     if (MT) {
         const int tid = threadIdx.x + BXT * threadIdx.y;
         for (int q = tid; q < F.nmat * F.nmat; q += BXT * BP) skf[q] = F.kf[q];
         g.kfs = skf, g.rhoc = F.rhoc, g.nm = F.nmat;
+        __syncthreads();
         if (k0 < k1) g.zstart(F, k0, n2, sz, colp);
     }
 
@@ -537,7 +577,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         if (MT) g.materials(in, F, k, k1, n2, sz, colp);
         const T vz = vz_n, ikm = ikm_n, ik = ik_n;
         if (k + 1 < k1) vz_n = L.v[2][k + 1], ikm_n = L.ih[2][k], ik_n = L.ih[2][k + 1];
-        g.keep(L, F, vz, ikm, ik);
+        g.keep(L, F, in, vz, ikm, ik);
         __syncthreads();
         g.plane(in, sm[slot(k - 1)], sm[slot(k)], sm[slot(k + 1)], work, out + p);
     }
@@ -619,7 +659,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         __pipeline_wait_prior(G / 2 - 1);
         __syncthreads();
         group(k + G + 1, k + G + 2);
-        g.keep(L, F, vz0, ikm0, ik0);
+        g.keep(L, F, a, vz0, ikm0, ik0);
         const T(*pm)[RS] = sm[slot(k - 1)];
         const T(*pa)[RS] = sm[slot(k)];
         const T(*pb)[RS] = sm[slot(k + 1)];
@@ -649,7 +689,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
              * pair needs (ptxas spilled). */
             g.plane(a, pm, pa, pb, work0, out + p);
             if (two) {
-                g.keep(L, F, L.v[2][k + 1], L.ih[2][k], L.ih[2][k + 1]);
+                g.keep(L, F, b, L.v[2][k + 1], L.ih[2][k], L.ih[2][k + 1]);
                 g.inputs(b, L, F, out, p + sz, work1);
                 g.plane(b, pa, pb, sm[slot(k + 2)], work1, out + p + sz);
             }
@@ -688,7 +728,7 @@ static int mt_chunk(long long tiles, int n2, int blocks_per_sm)
 }
 
 template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool PAIR,
-          bool MT>
+          int MT>
 static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                              mg_norms *norms, cudaStream_t stream)
 {
@@ -743,12 +783,16 @@ static cudaError_t launch_vx(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
                       : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, true, false>(L, F, sweep, norms,
                                                                                 stream);
     }
-    /* several materials: 3 blocks a multiprocessor (80 registers), but for
-     * float groups of 4 (2 blocks, 112 to 124 registers: at 3 they spill) */
-    constexpr int MINB = MT && (VX == 1 || sizeof(T) == 8) ? 3 : 2;
-    return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, MINB, false, MT>(L, F, sweep, norms, stream)
-              : launch_dg<T, PASS, false, VX, 32, 8, 8, MINB, false, MT>(L, F, sweep, norms,
-                                                                         stream);
+    /* several materials: the conductivities kept per column (MG_KEPT) but
+     * for double on one value a thread (MG_LOOKUP, there 8% faster: the
+     * kept ones' materials cost registers that it spills); 3 blocks a
+     * multiprocessor for one value a thread, else 2 (docs/PERFORMANCE.md) */
+    constexpr int MODE = !MT ? MG_ONE : sizeof(T) == 8 && VX == 1 ? MG_LOOKUP : MG_KEPT;
+    constexpr int MINB = MT && VX == 1 ? 3 : 2;
+    return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, MINB, false, MODE>(L, F, sweep, norms,
+                                                                          stream)
+              : launch_dg<T, PASS, false, VX, 32, 8, 8, MINB, false, MODE>(L, F, sweep, norms,
+                                                                           stream);
 }
 
 /* Tiles of 32 x 8 threads, groups of 16 bytes where rows allow (else one
