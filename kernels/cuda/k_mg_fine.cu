@@ -123,6 +123,13 @@ template <typename T, int VX> struct mg_fine_in {
      * their neighbours as the field's above, VX bytes packed in a word (byte
      * e: node e), the row's left and right neighbours' alone */
     unsigned kc, kym, kyp, kzm, kzp, kl, kr;
+
+    /* node e's neighbours in mg_point.inc's order: x-, x+, y-, y+, z-, z+ */
+    __device__ __forceinline__ void around(int e, T nb[6]) const
+    {
+        nb[0] = e > 0 ? cur.v[e - 1] : left, nb[1] = e < VX - 1 ? cur.v[e + 1] : right;
+        nb[2] = ym.v[e], nb[3] = yp.v[e], nb[4] = zm.v[e], nb[5] = zp.v[e];
+    }
 };
 
 /* VX material bytes from q (q's offset a multiple of VX: rows and planes
@@ -401,12 +408,8 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
 #pragma unroll
         for (int e = 0; e < VX; e++) {
             const T c = in.cur.v[e];
-            const T nb[6] = {e > 0 ? in.cur.v[e - 1] : in.left,
-                             e < VX - 1 ? in.cur.v[e + 1] : in.right,
-                             in.ym.v[e],
-                             in.yp.v[e],
-                             in.zm.v[e],
-                             in.zp.v[e]};
+            T nb[6];
+            in.around(e, nb);
             T diag;
             const T t[6] = {tc[0][e], tc[1][e], tc[2][e], tc[3][e], tc[4][e], tc[5][e]};
             /* diag is read only by a sweep with a mass term, where tc 6 is ts */
@@ -441,12 +444,8 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
         for (int e = 0; e < VX; e++) {
             const int a = mx[e + 1];
             const T c = in.cur.v[e];
-            const T nb[6] = {e > 0 ? in.cur.v[e - 1] : in.left,
-                             e < VX - 1 ? in.cur.v[e + 1] : in.right,
-                             in.ym.v[e],
-                             in.yp.v[e],
-                             in.zm.v[e],
-                             in.zp.v[e]};
+            T nb[6];
+            in.around(e, nb);
             const T t[6] = {tx,
                             kfs[a * nm + mx[e + 2]] * tc[1][e],
                             kfs[mtl_byte(in.kym, e) * nm + a] * tc[2][e],
