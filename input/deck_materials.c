@@ -103,9 +103,25 @@ static void v_list(vctx *v, const config_setting_t *l, heat_case *c)
         c->alpha = c->materials.m[0].k / (c->materials.m[0].rho * c->materials.m[0].cp);
 }
 
+/* An empty list: nothing to read (`materials = ()` beside material,
+ * `regions = ()`). */
+static int empty_list(const config_setting_t *l)
+{
+    return l && config_setting_is_list(l) && config_setting_length(l) == 0;
+}
+
+/* The materials list in force: NULL where there is none, or an empty one
+ * beside material, which counts as none (--set 'materials=()' turns a deck
+ * of materials into one of a single material). */
+static const config_setting_t *materials_list(const config_setting_t *root)
+{
+    const config_setting_t *many = MEMBER(root, "materials");
+    return MEMBER(root, "material") && empty_list(many) ? NULL : many;
+}
+
 void heat_deck_v_materials(vctx *v, const config_setting_t *root, heat_case *c)
 {
-    const config_setting_t *one = MEMBER(root, "material"), *many = MEMBER(root, "materials");
+    const config_setting_t *one = MEMBER(root, "material"), *many = materials_list(root);
     if (one && many) {
         heat_deck_bad(v, many, "give either material (one) or materials (a list), not both");
         return;
@@ -281,8 +297,8 @@ void heat_deck_v_regions(vctx *v, const config_setting_t *root, heat_case *c)
 {
     static const char *const keys[] = {"material", "box", "sphere", "cylinder", "file", NULL};
     const config_setting_t *l = MEMBER(root, "regions");
-    if (!l) return;
-    const int listed = MEMBER(root, "materials") != NULL;
+    if (!l || empty_list(l)) return; /* nothing to paint */
+    const int listed = materials_list(root) != NULL;
     if (listed && c->materials.count == 0) return; /* the list's own problem is reported */
     if (c->materials.count < 2) {
         heat_deck_bad(v, l,

@@ -162,6 +162,22 @@ static void test_materials_list_bad(void **state)
     BAD(mdeck(M_MATERIALS, text, 0), ORIGIN ":2: materials",
         "give either material (one) or "
         "materials (a list), not both");
+    /* An empty list beside material counts as none (what --set
+     * 'materials=()' makes of a deck of materials); alone it is refused
+     * above. */
+    heat_case one;
+    load_line(&one, M_MATERIALS, "material = { diffusivity = 0.5; }; materials = ( );");
+    assert_true(one.alpha == 0.5);
+    assert_int_equal(one.materials.count, 0);
+    load_line(&one, M_MATERIALS,
+              "materials = ( ); material = { conductivity = 2.0; density = 1.0; specific_heat = "
+              "4.0; };");
+    assert_int_equal(one.materials.count, 1);
+    assert_true(one.alpha == 0.5);
+    /* and so does an empty list of regions, which paints nothing */
+    load_line(&one, M_MATERIALS,
+              "material = { diffusivity = 0.5; }; materials = ( ); regions = ( );");
+    assert_true(one.alpha == 0.5);
     /* 255 materials fit (a node's material is one byte), 256 do not. */
     char *list = repeat(
         "materials = ( ",
