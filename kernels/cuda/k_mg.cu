@@ -15,8 +15,7 @@
  * the L1 cache from the neighbouring threads' loads; the finest level's
  * sweeps, residual and norms run in the register-tiled style instead
  * (k_mg_fine.cu; with several materials, up to MG_FINE_NMAT of them). The
- * transfers march along z
- * one thread per column likewise. Coarse levels are
+ * transfers march along z one thread per column likewise. Coarse levels are
  * latency-bound, so the whole V-cycle (about 6 launches per level) is
  * captured once as a CUDA graph and replayed.
  */

@@ -150,15 +150,15 @@ static __device__ __forceinline__ int mtl_byte(unsigned w, int e)
     return (int)((w >> (8 * e)) & 0xffu);
 }
 
-/* A thread's part of a pass, what both kernels below share: its group of
- * VX nodes (x ig .. ig + VX - 1 of row j), which of them the pass writes,
- * the conductivities kept for the z widths (cvz, cikm, cik) and the norms
- * so far. */
 /* How a group's conductivities come about: one material (MG_ONE), several
  * with each node's looked up in every pass (MG_LOOKUP), or several kept
  * while the materials around the group stay the same (MG_KEPT). */
 enum { MG_ONE = 0, MG_LOOKUP = 1, MG_KEPT = 2 };
 
+/* A thread's part of a pass, what both kernels below share: its group of
+ * VX nodes (x ig .. ig + VX - 1 of row j), which of them the pass writes,
+ * the conductivities kept for the z widths (cvz, cikm, cik) and the norms
+ * so far. */
 template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine_group {
     int n0, ig, jj, ty, col;
     bool rowin, grpin, allact, act[VX]; /* in the grid and not held (before z) */
@@ -232,7 +232,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     }
 
     /* MT: the materials of the group's column in planes k0 - 1, k0, k0 + 1
-     * (wrapped into the grid; col the column's offset in a plane) */
+     * (wrapped into the grid; colp the column's offset in a plane) */
     __device__ __forceinline__ void zstart(const mgd_fine<T> &F, int k0, int n2, long long sz,
                                            long long colp)
     {
