@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -18,7 +19,8 @@ static const char usage_info[] =
     "wrote it, and the deck of its run. Reads the whole field (and material index) to\n"
     "verify every chunk's Fletcher-32 checksum.\n"
     "\n"
-    "exit status: 0 intact, 1 damaged or not a heat file, 2 bad usage or no such file\n";
+    "exit status: 0 intact, 1 damaged or not a heat file, 2 bad usage, no such file or a\n"
+    "directory\n";
 
 /* The one FILE argument, or NULL with *rc set to the exit status (0 after
  * --help). */
@@ -169,9 +171,12 @@ int heat_cmd_info(int argc, char **argv)
         return 2;
     }
     if (heat_file_read_meta(path, &m, &err)) {
-        /* The file is there: unreadable, damaged or not ours. */
+        /* The path is there: a directory or unreadable (bad usage, 2), or a
+         * file damaged or not ours (1). */
         fprintf(stderr, "heat info: %s: %s\n", path, err.msg);
-        return access(path, R_OK) != 0 ? 2 : 1;
+        struct stat st;
+        int usage = access(path, R_OK) != 0 || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+        return usage ? 2 : 1;
     }
     print_meta(path, &m);
     rc = verify_field(path, &m);

@@ -850,6 +850,7 @@ static void info_exit_statuses(const char *dir)
     result_free(&r);
     /* a directory is named as one, not as a file that is not HDF5 */
     heat(&r, dir, "info", "res", NULL);
+    expect_rc(&r, 2);
     EXPECT_ERR(&r, "res: is a directory");
     EXPECT_NOT_ERR(&r, "not an HDF5 file");
     result_free(&r);
