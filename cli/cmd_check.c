@@ -149,19 +149,16 @@ static void print_run(const heat_case *c)
 static void print_output(const heat_case *c)
 {
     const double field = (double)c->d.points * (double)heat_case_value_size(c);
+    /* one time level as the backend holds it: on the GPU rows padded to 16
+     * bytes, or a multigrid case's planes as its finest level's (mg.h) */
+    const double held = (double)heat_backend_held_values(c, NULL) * heat_case_value_size(c);
     char b1[32], b2[32], b3[32];
     int levels = 0;
     double mg = 0;
     heat_error err;
     if (heat_case_multigrid(c) && heat_mg_plan(c, &levels, &mg, &err) == HEAT_OK) {
-        /* the classes of a case with materials: a byte a node; on the GPU
-         * the field's planes padded as the finest level's (mg.h) */
-        const double pad =
-            c->solver.backend == HEAT_BACKEND_CUDA
-                ? (double)heat_mg_gpu_rows(c->grid.n, heat_case_value_size(c)) / c->grid.n[1]
-                : 1.0;
-        const double total =
-            2 * field * pad + mg + (c->d.general ? (double)c->d.points * pad : 0.0);
+        /* the materials of a case with several: a byte a node as held */
+        const double total = 2 * held + mg + (c->d.general ? held / heat_case_value_size(c) : 0.0);
         heat_cli_human_bytes(b1, sizeof b1, total);
         heat_cli_human_bytes(b2, sizeof b2, mg);
         printf("memory          %s on the device (two time levels of %s values, and %s for the "
@@ -169,8 +166,9 @@ static void print_output(const heat_case *c)
                b1, heat_precision_name(c->solver.precision), b2, levels,
                c->d.general ? " and the material classes" : "");
     } else {
-        /* the variable-coefficient update reads a class byte a node */
-        heat_cli_human_bytes(b1, sizeof b1, 2 * field + (c->d.general ? (double)c->d.points : 0.0));
+        /* the variable-coefficient update reads a class byte a node held */
+        heat_cli_human_bytes(b1, sizeof b1,
+                             2 * held + (c->d.general ? held / heat_case_value_size(c) : 0.0));
         printf("memory          %s on the device (two time levels of %s values%s)\n", b1,
                heat_precision_name(c->solver.precision),
                c->d.general ? ", and the material classes" : "");

@@ -7,6 +7,7 @@
 
 #include "backend_impl.h"
 #include "cpu_internal.h"
+#include "halo_plan.h"
 #include "mg.h"
 
 #ifdef HEAT_HAVE_CUDA
@@ -217,6 +218,22 @@ const char *heat_backend_describe(const heat_backend *b)
 void heat_backend_destroy(heat_backend *b)
 {
     if (b) b->ops->destroy(b);
+}
+
+int64_t heat_backend_held_values(const heat_case *c, const heat_part *part)
+{
+    const size_t vs = heat_case_value_size(c);
+    const int gpu = c->solver.backend == HEAT_BACKEND_CUDA;
+    if (part) {
+        if (!gpu) return heat_split_local_values(part);
+        heat_halo_plan p;
+        heat_halo_plan_init(&p, c, part, (int)(16 / vs));
+        return p.values;
+    }
+    if (!gpu) return c->d.points;
+    const int64_t *n = c->grid.n;
+    if (heat_case_multigrid(c)) return n[0] * heat_mg_gpu_rows(n, vs) * n[2];
+    return heat_gpu_row_pitch(n[0], vs) * n[1] * n[2];
 }
 
 const char *heat_backend_builtin(void)

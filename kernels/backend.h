@@ -89,6 +89,12 @@ const char *heat_backend_describe(const heat_backend *b);
 /* Frees everything; NULL is a no-op. */
 void heat_backend_destroy(heat_backend *b);
 
+/* The values one time level of c's field takes where c's backend holds it:
+ * the whole grid (part NULL) or a rank's part with its ghost layers. With
+ * solver.backend = "cuda", rows padded to 16 bytes (planes, for multigrid)
+ * as the CUDA backend lays them out; else packed. heat check's figures. */
+int64_t heat_backend_held_values(const heat_case *c, const heat_part *part);
+
 /* The backends compiled into this program, for --version: "cpu" or "cpu, cuda". */
 const char *heat_backend_builtin(void);
 

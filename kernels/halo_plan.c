@@ -1,11 +1,19 @@
 /* The geometry of a rank's part: see halo_plan.h. */
 #include "halo_plan.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t round_up(int64_t v, int64_t m)
 {
     return (v + m - 1) / m * m;
+}
+
+int64_t heat_gpu_row_pitch(int64_t nx, size_t vs)
+{
+    const char *e = getenv("HEAT_CUDA_ROWS");
+    if (e && !strcmp(e, "packed")) return nx;
+    return round_up(nx, 16 / (int64_t)vs);
 }
 
 int64_t heat_halo_box_count(const hbox *b)

@@ -88,6 +88,16 @@ typedef struct heat_halo_plan {
     hbox interior; /* may be empty */
 } heat_halo_plan;
 
+/* The values between the starts of two rows of nx values of vs bytes where
+ * the CUDA backend holds a whole grid: nx rounded up to 16 bytes, so that
+ * every row starts on a 16-byte boundary and its kernels load whole 16-byte
+ * groups wherever nx is (without it a row of 513 ran the one-value path,
+ * 2.8 times slower than one of 512 at k = 1: docs/PERFORMANCE.md); a part's
+ * rows are padded alike (xalign = 16 / vs).
+ * HEAT_CUDA_ROWS=packed keeps rows of nx, for the tests of that path and for
+ * measurement. */
+int64_t heat_gpu_row_pitch(int64_t nx, size_t vs);
+
 /* Lays out the part of `c`; xalign >= 1 values. */
 void heat_halo_plan_init(heat_halo_plan *p, const heat_case *c, const heat_part *part, int xalign);
 

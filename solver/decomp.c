@@ -70,10 +70,11 @@ void heat_par_print_split(FILE *out, const heat_case *c, const int ranks[3])
     for (int r = 0; r < size; r++) {
         heat_part p;
         heat_split_part(c, ranks, r, depth, &p);
-        /* Two time levels with their ghost layers (and the classes of the
-         * variable-coefficient update, a byte a node); halo bytes received
-         * per step (an exchange of `depth` layers every `depth` steps). */
-        const double local = (double)heat_split_local_values(&p);
+        /* Two time levels with their ghost layers, as the backend holds
+         * them (and the classes of the variable-coefficient update, a byte
+         * a value); halo bytes received per step (an exchange of `depth`
+         * layers every `depth` steps). */
+        const double local = (double)heat_backend_held_values(c, &p);
         const double mem = 2.0 * local * (double)vs + (c->d.general ? local : 0.0);
         const double halo = (double)heat_split_halo_values(&p) * (double)vs / depth;
         if (r == 0 || mem < mem_lo) mem_lo = mem;

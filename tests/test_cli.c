@@ -593,6 +593,22 @@ static void test_set_overrides(void **state)
     EXPECT_OUT(&r, "32 KiB on the device");
     result_free(&r);
 
+    /* memory as the backend holds the field: on the GPU rows of 15 floats
+     * padded to 16 (2 x 16 x 16 x 16 x 4 bytes; a rank's part 16 x 16 x 9
+     * with its ghost layer), packed on the CPU (2 x 15 x 16 x 16 x 4) */
+    heat(&r, dir, "check", "d.cfg", "--set", "grid.points=[15,16,16]", "--set",
+         "solver.precision=\"float\"", "--set", "solver.backend=\"cuda\"", "--ranks", "2", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "32 KiB on the device");
+    EXPECT_OUT(&r, "per rank: memory 18 KiB to 18 KiB");
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "grid.points=[15,16,16]", "--set",
+         "solver.precision=\"float\"", "--set", "solver.backend=\"cpu\"", "--ranks", "2", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "30 KiB on the device");
+    EXPECT_OUT(&r, "per rank: memory 16.9 KiB to 16.9 KiB");
+    result_free(&r);
+
     /* a bare word is a string; --set=key=value and -s are the same option */
     heat(&r, dir, "check", "d.cfg", "--set=solver.precision=float", "-s", "time.end=3", NULL);
     expect_rc(&r, 0);

@@ -20,6 +20,7 @@
 #include "stencil.cuh"
 
 extern "C" {
+#include "halo_plan.h"
 #include "mg.h"
 }
 
@@ -68,7 +69,7 @@ typedef struct cuda_state {
      * `plane` = nx ny values `pitch` values apart, `planes` of them, so
      * `held` bytes each. rp rounds nx up to 16 bytes, so that every row
      * starts on a 16-byte boundary and the kernels' vector loads serve every
-     * grid (row_pitch; pitch = rp ny); a multigrid case keeps rp = nx and
+     * grid (heat_gpu_row_pitch; pitch = rp ny); a multigrid case keeps rp = nx and
      * pads its planes instead (heat_mg_gpu_rows). What lies between rows and
      * planes starts as zeros and is never read for a node (the fused passes
      * store a row's last group whole, padding and all). */
@@ -659,20 +660,6 @@ extern "C" int heat_cuda_usable(char *why, size_t n)
     return 1;
 }
 
-/* The values between the starts of two rows of nx values of vs bytes: nx
- * rounded up to 16 bytes, so that every row starts on a 16-byte boundary
- * and the kernels take whole 16-byte groups wherever nx is (without it a
- * row of 513 ran the one-value path, 2.8 times slower than one of 512 at
- * k = 1: docs/PERFORMANCE.md). HEAT_CUDA_ROWS=packed keeps rows of nx, for
- * the tests of that path and for measurement. */
-static long long row_pitch(long long nx, size_t vs)
-{
-    const char *e = getenv("HEAT_CUDA_ROWS");
-    if (e && !strcmp(e, "packed")) return nx;
-    const long long v = 16 / (long long)vs;
-    return (nx + v - 1) / v * v;
-}
-
 /* Whether two time levels of the case fit in the free memory of the current
  * device `prop`, and every axis in 32 bits; HEAT_ERUNTIME saying why not. */
 static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t bytes, heat_error *err)
@@ -775,7 +762,7 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
     /* a multigrid case's field is its finest level: planes padded; the
      * others' rows */
     const long long nx = c->grid.n[0], plane = nx * c->grid.n[1];
-    const long long rp = heat_case_multigrid(c) ? nx : row_pitch(nx, vs);
+    const long long rp = heat_case_multigrid(c) ? nx : heat_gpu_row_pitch(nx, vs);
     const long long pitch =
         heat_case_multigrid(c) ? nx * heat_mg_gpu_rows(c->grid.n, vs) : rp * c->grid.n[1];
     const size_t held = (size_t)c->grid.n[2] * (size_t)pitch * vs;
