@@ -194,6 +194,21 @@ int heat_cuda_wchunk_fill(long long tiles, int nw, int blocks_per_sm)
     return wchunk_clamp(chunk, nw);
 }
 
+/* Planes per block run for at least `waves` waves of resident blocks (the
+ * runs a tile takes rounded up), at least `least` planes each where the
+ * grid has them: for kernels whose blocks take unequal times, where one
+ * wave leaves multiprocessors idle at its end. HEAT_CUDA_WCHUNK sets the
+ * run length directly. */
+int heat_cuda_wchunk_waves(long long tiles, int nw, int blocks_per_sm, int waves, int least)
+{
+    wchunk_init();
+    if (wchunk_env.forced) return wchunk_clamp(wchunk_env.forced, nw);
+    const long long slots = (long long)wchunk_env.sms * blocks_per_sm, t = tiles > 0 ? tiles : 1;
+    const long long runs = (waves * slots + t - 1) / t;
+    const long long c = (nw + runs - 1) / runs;
+    return wchunk_clamp((int)(c < least ? least : c > nw ? nw : c), nw);
+}
+
 /* A face's code in the kernels: Neumann, flux and convective faces are all
  * mirrored (HK_NEUMANN); the general kernels tell them apart by their
  * tables. */

@@ -171,9 +171,10 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
      * for the plane z widths (cvz, cikm, cik). The axes' tables are read
      * again when a plane's widths differ (the z faces' planes), or
      * (MG_KEPT) when the materials around the group differ from those of
-     * kk. MG_LOOKUP keeps the faces' geometry in 0 .. 5, ih (va vb) of
-     * mg_point.inc's heat_mg_face, which a node multiplies by its pair's
-     * conductivity, and the volume (x width * y width) * z width in 6. */
+     * kk. MG_LOOKUP keeps the faces' geometry in 0 .. 5 (mg_point.inc's
+     * heat_mg_face_geometry), which a node multiplies by its pair's
+     * conductivity (heat_mg_face_k), and the volume (x width * y width) *
+     * z width in 6. */
     T tc[7][VX];
     T cvz, cikm, cik;
     bool have;
@@ -299,20 +300,6 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
                                          const mg_fine_in<T, VX> &in, T vz, T ikm, T ik)
     {
         if (kept(vz, ikm, ik) && (MT != MG_KEPT || same_materials(in))) return;
-        if (MT == MG_LOOKUP) {
-            have = true, cvz = vz, cikm = ikm, cik = ik;
-            const T vy = L.v[1][jj], ihjm = L.ih[1][wrapm(jj, L.n[1])], ihj = L.ih[1][jj];
-#pragma unroll
-            for (int e = 0; e < VX; e++) {
-                const int ii = ig + e < n0 ? ig + e : 0;
-                const T vx = L.v[0][ii], ihm = L.ih[0][wrapm(ii, n0)], ihp = L.ih[0][ii];
-                tc[0][e] = ihm * (vy * vz), tc[1][e] = ihp * (vy * vz);
-                tc[2][e] = ihjm * (vx * vz), tc[3][e] = ihj * (vx * vz);
-                tc[4][e] = ikm * (vx * vy), tc[5][e] = ik * (vx * vy);
-                tc[6][e] = (vx * vy) * vz;
-            }
-            return;
-        }
         const T kf = MT ? T(0) : F.kf[0]; /* read here: a register less to keep */
         if (PASS == P_NORMS && have) fold();
         have = true, cvz = vz, cikm = ikm, cik = ik;
@@ -336,12 +323,19 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
                 kq[4] = kfs[mtl_byte(in.kzm, e) * nm + a],
                 kq[5] = kfs[a * nm + mtl_byte(in.kzp, e)];
             }
+            if (MT == MG_LOOKUP) {
+                tc[0][e] = face_geometry(ihm, vy, vz), tc[1][e] = face_geometry(ihp, vy, vz);
+                tc[2][e] = face_geometry(ihjm, vx, vz), tc[3][e] = face_geometry(ihj, vx, vz);
+                tc[4][e] = face_geometry(ikm, vx, vy), tc[5][e] = face_geometry(ik, vx, vy);
+                tc[6][e] = (vx * vy) * vz;
+                continue;
+            }
             const T t[6] = {face(kq[0], ihm, vy, vz),  face(kq[1], ihp, vy, vz),
                             face(kq[2], ihjm, vx, vz), face(kq[3], ihj, vx, vz),
                             face(kq[4], ikm, vx, vy),  face(kq[5], ik, vx, vy)};
-            const T ts = tsum(t);
 #pragma unroll
             for (int f = 0; f < 6; f++) tc[f][e] = t[f];
+            const T ts = tsum(t);
             if (PASS == P_NORMS)
                 tc[6][e] = (MT ? rhoc[a] : F.rhoc[0]) * ((vx * vy) * vz); /* rho c V */
             else if (PASS == P_SMOOTH && !DG)
@@ -439,7 +433,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
         mx[0] = (int)in.kl, mx[VX + 1] = (int)in.kr;
 #pragma unroll
         for (int e = 0; e < VX; e++) mx[e + 1] = mtl_byte(in.kc, e);
-        T tx = kfs[mx[0] * nm + mx[1]] * tc[0][0]; /* node 0's x- face */
+        T tx = face_k(kfs[mx[0] * nm + mx[1]], tc[0][0]); /* node 0's x- face */
 #pragma unroll
         for (int e = 0; e < VX; e++) {
             const int a = mx[e + 1];
@@ -447,11 +441,11 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
             T nb[6];
             in.around(e, nb);
             const T t[6] = {tx,
-                            kfs[a * nm + mx[e + 2]] * tc[1][e],
-                            kfs[mtl_byte(in.kym, e) * nm + a] * tc[2][e],
-                            kfs[a * nm + mtl_byte(in.kyp, e)] * tc[3][e],
-                            kfs[mtl_byte(in.kzm, e) * nm + a] * tc[4][e],
-                            kfs[a * nm + mtl_byte(in.kzp, e)] * tc[5][e]};
+                            face_k(kfs[a * nm + mx[e + 2]], tc[1][e]),
+                            face_k(kfs[mtl_byte(in.kym, e) * nm + a], tc[2][e]),
+                            face_k(kfs[a * nm + mtl_byte(in.kyp, e)], tc[3][e]),
+                            face_k(kfs[mtl_byte(in.kzm, e) * nm + a], tc[4][e]),
+                            face_k(kfs[a * nm + mtl_byte(in.kzp, e)], tc[5][e])};
             tx = t[1];
             T diag;
             const T r = resid_ts(in.b.v[e], in.d.v[e], c, nb, t, tsum(t), &diag);
@@ -707,23 +701,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
  * HEAT_CUDA_WCHUNK sets the run length, as for the other kernels. */
 static int mt_chunk(long long tiles, int n2, int blocks_per_sm)
 {
-    static int sms = 0, forced = -1;
-    if (forced < 0) {
-        forced = getenv("HEAT_CUDA_WCHUNK") ? 1 : 0;
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-    }
-    if (forced) return heat_cuda_wchunk(tiles, n2, blocks_per_sm);
-    const long long slots = (long long)sms * blocks_per_sm, t = tiles > 0 ? tiles : 1;
-    const long long runs = (8 * slots + t - 1) / t;
-    long long c = (n2 + runs - 1) / runs;
-    if (c < 12) c = 12;
-    if (c > n2) c = n2;
-    /* the grid's z limit */
-    if ((n2 + c - 1) / c > 65535) c = (n2 + 65534) / 65535;
-    return (int)c;
+    return heat_cuda_wchunk_waves(tiles, n2, blocks_per_sm, 8, 12);
 }
 
 template <typename T, int PASS, bool DG, int VX, int BXT, int BP, int D, int MINB, bool PAIR,

@@ -111,6 +111,22 @@ static __device__ __forceinline__ double face(double k, double ih, double va, do
 {
     return heat_mg_face_d(k, ih, va, vb);
 }
+static __device__ __forceinline__ float face_geometry(float ih, float va, float vb)
+{
+    return heat_mg_face_geometry_f(ih, va, vb);
+}
+static __device__ __forceinline__ double face_geometry(double ih, double va, double vb)
+{
+    return heat_mg_face_geometry_d(ih, va, vb);
+}
+static __device__ __forceinline__ float face_k(float k, float g)
+{
+    return heat_mg_face_k_f(k, g);
+}
+static __device__ __forceinline__ double face_k(double k, double g)
+{
+    return heat_mg_face_k_d(k, g);
+}
 static __device__ __forceinline__ float rhs_value(float c, float ac, float m, float ct, float b0)
 {
     return heat_mg_rhs_f(c, ac, m, ct, b0);

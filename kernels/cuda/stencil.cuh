@@ -328,5 +328,6 @@ cudaError_t heat_cuda_launch_temporal(const heat_stencil_args<T> &a, bool d3, in
  * waves of the device (cuda_backend.cu). */
 int heat_cuda_wchunk(long long tiles, int nw, int blocks_per_sm);
 int heat_cuda_wchunk_fill(long long tiles, int nw, int blocks_per_sm);
+int heat_cuda_wchunk_waves(long long tiles, int nw, int blocks_per_sm, int waves, int least);
 
 #endif
