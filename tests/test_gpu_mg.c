@@ -276,6 +276,21 @@ static void test_materials_point(void **state)
     unsetenv("HEAT_CUDA_MG_POINT");
 }
 
+/* The steady cycles and implicit steps of one material again with every
+ * finest-level pass by the kernel of two planes an iteration
+ * (HEAT_CUDA_MG_PAIR=1: float and the residual too), then by the kernel of
+ * one plane (=0: the double sweeps too). */
+static void test_pair_forced(void **state)
+{
+    const char *both[] = {"1", "0"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(setenv("HEAT_CUDA_MG_PAIR", both[i], 1), 0);
+        test_steady_cycles(state);
+        test_implicit_steps(state);
+    }
+    unsetenv("HEAT_CUDA_MG_PAIR");
+}
+
 /* Periodic and Neumann faces only: the mean is kept through a sum. */
 static void test_singular(void **state)
 {
@@ -310,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_steady_cycles), cmocka_unit_test(test_implicit_steps),
         cmocka_unit_test(test_materials),     cmocka_unit_test(test_materials_point),
         cmocka_unit_test(test_singular),      cmocka_unit_test(test_padded_planes),
+        cmocka_unit_test(test_pair_forced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -337,7 +337,7 @@ static void launch_pass(cuda_mg *g, const mgd_level<T> &L, const mgd_fine<T> &F,
         if (l0 && (!F.mtl || F.nmat <= MG_FINE_NMAT) && !(PASS == P_SMOOTH && zero) &&
             !g->point_l0) {
             const cudaError_t e =
-                heat_cuda_mg_fine_pass<T, PASS>(L, F, sweep, g->d_norms, g->stream);
+                heat_cuda_mg_fine_pass<T, PASS>(L, F, sweep, g->pair_l0, g->d_norms, g->stream);
             if (e != cudaSuccess && g->launch_err == cudaSuccess) g->launch_err = e;
             return;
         }
@@ -809,7 +809,7 @@ static int check_memory(const cuda_mg *g, heat_error *err)
 }
 
 /* A new state for c on `stream`: the device's multiprocessors and
- * HEAT_CUDA_MG_POINT read; NULL when out of memory. */
+ * HEAT_CUDA_MG_POINT and HEAT_CUDA_MG_PAIR read; NULL when out of memory. */
 static cuda_mg *new_cuda_mg(const heat_case *c, cudaStream_t stream)
 {
     cuda_mg *g = new (std::nothrow) cuda_mg();
@@ -823,6 +823,8 @@ static cuda_mg *new_cuda_mg(const heat_case *c, cudaStream_t stream)
         g->sms = 1;
     const char *pt = getenv("HEAT_CUDA_MG_POINT");
     g->point_l0 = pt && *pt && strcmp(pt, "0") != 0;
+    const char *pr = getenv("HEAT_CUDA_MG_PAIR");
+    g->pair_l0 = pr && !strcmp(pr, "1") ? 1 : pr && !strcmp(pr, "0") ? 0 : -1;
     return g;
 }
 

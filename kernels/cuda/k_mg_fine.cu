@@ -731,30 +731,19 @@ static cudaError_t launch_dg(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
     return cudaGetLastError();
 }
 
-/* Which kernel runs a pass: two planes an iteration (mg_fine_pair_kernel)
- * for the double sweeps, one plane for the rest, as measured at 512^3
- * (docs/PERFORMANCE.md: the pair gained 1.2% on the double sweeps and lost
- * 2% on the float ones and 1.5% on the double residual);
- * HEAT_CUDA_MG_PAIR=1 or 0 makes every pass use the one or the other, for
- * comparing them (read once). */
-static int pair_forced(void)
-{
-    static int pair = -2;
-    if (pair == -2) {
-        const char *s = getenv("HEAT_CUDA_MG_PAIR");
-        pair = s && !strcmp(s, "1") ? 1 : s && !strcmp(s, "0") ? 0 : -1;
-    }
-    return pair;
-}
-
+/* Which kernel runs a pass of one material: two planes an iteration
+ * (mg_fine_pair_kernel) for the double sweeps, one plane for the rest, as
+ * measured at 512^3 (docs/PERFORMANCE.md: the pair gained 1.2% on the
+ * double sweeps and lost 2% on the float ones and 1.5% on the double
+ * residual); pair = 1 or 0 (HEAT_CUDA_MG_PAIR) makes every pass use the one
+ * or the other, for comparing them. */
 template <typename T, int PASS, int VX, bool MT>
-static cudaError_t launch_vx(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+static cudaError_t launch_vx(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, int pair,
                              mg_norms *norms, cudaStream_t stream)
 {
     const bool dg = F.dg0 != nullptr;
     if constexpr (!MT) {
-        const int forced = pair_forced();
-        if (forced == 1 || (forced < 0 && sizeof(T) == 8 && PASS == P_SMOOTH))
+        if (pair == 1 || (pair < 0 && sizeof(T) == 8 && PASS == P_SMOOTH))
             return dg ? launch_dg<T, PASS, true, VX, 32, 8, 8, 2, true, false>(L, F, sweep, norms,
                                                                                stream)
                       : launch_dg<T, PASS, false, VX, 32, 8, 8, 2, true, false>(L, F, sweep, norms,
@@ -778,22 +767,22 @@ static cudaError_t launch_vx(const mgd_level<T> &L, const mgd_fine<T> &F, int sw
  * several materials, launch_vx); with or without a mass term on the
  * diagonal (implicit steps, steady). */
 template <typename T, int PASS>
-cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, int pair,
                                    mg_norms *norms, cudaStream_t stream)
 {
     constexpr int V = 16 / sizeof(T);
     if (F.mtl) {
         if (F.nmat > MG_FINE_NMAT) return cudaErrorInvalidValue; /* launch_pass's point kernel */
-        if (L.n[0] % V == 0) return launch_vx<T, PASS, V, true>(L, F, sweep, norms, stream);
-        return launch_vx<T, PASS, 1, true>(L, F, sweep, norms, stream);
+        if (L.n[0] % V == 0) return launch_vx<T, PASS, V, true>(L, F, sweep, pair, norms, stream);
+        return launch_vx<T, PASS, 1, true>(L, F, sweep, pair, norms, stream);
     }
-    if (L.n[0] % V == 0) return launch_vx<T, PASS, V, false>(L, F, sweep, norms, stream);
-    return launch_vx<T, PASS, 1, false>(L, F, sweep, norms, stream);
+    if (L.n[0] % V == 0) return launch_vx<T, PASS, V, false>(L, F, sweep, pair, norms, stream);
+    return launch_vx<T, PASS, 1, false>(L, F, sweep, pair, norms, stream);
 }
 
 #define HEAT_MG_FINE(T, P)                                                                         \
     template cudaError_t heat_cuda_mg_fine_pass<T, P>(const mgd_level<T> &, const mgd_fine<T> &,   \
-                                                      int, mg_norms *, cudaStream_t);
+                                                      int, int, mg_norms *, cudaStream_t);
 HEAT_MG_FINE(float, P_SMOOTH)
 HEAT_MG_FINE(float, P_RESID)
 HEAT_MG_FINE(float, P_NORMS)

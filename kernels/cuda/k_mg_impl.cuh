@@ -251,6 +251,10 @@ struct cuda_mg {
     /* HEAT_CUDA_MG_POINT=1: the finest level's passes by the point kernel
      * even where k_mg_fine.cu's serve (for comparing the two) */
     bool point_l0;
+    /* HEAT_CUDA_MG_PAIR=1 or 0: every pass of one material on the finest
+     * level by the kernel of two planes an iteration, or none (-1: the
+     * measured choice; heat_cuda_mg_fine_pass) */
+    int pair_l0;
     cudaEvent_t ev[HEAT_MG_MARKS];
     /* A split run (kernels/mg.h, "a hierarchy split over ranks"): m holds
      * this rank's boxes of levels 0 .. m->gather (views lf/ld below
@@ -277,9 +281,11 @@ struct cuda_mg {
 /* The finest level's sweeps, residual and norms in the register-tiled
  * style (k_mg_fine.cu; several materials: F.nmat <= MG_FINE_NMAT): PASS is
  * P_SMOOTH (sweep `sweep`, not from a zero iterate), P_RESID or P_NORMS;
- * the same nodes, values and order as mg_pass_kernel's. */
+ * the same nodes, values and order as mg_pass_kernel's. pair: 1 or 0 to
+ * force or forbid the kernel of two planes an iteration, -1 for the
+ * measured choice (cuda_mg's pair_l0). */
 template <typename T, int PASS>
-cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
+cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep, int pair,
                                    mg_norms *norms, cudaStream_t stream);
 
 /* Waits for the stream; the first failed launch or the wait's error. */
