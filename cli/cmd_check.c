@@ -393,7 +393,7 @@ int heat_cmd_check(const heat_cli_args *a)
      * has several processes. */
     const int on_cpu = c.solver.backend == HEAT_BACKEND_CPU ||
                        (c.solver.backend == HEAT_BACKEND_AUTO && !heat_backend_has_gpu_build());
-    if (heat_backend_check_transport(&c, on_cpu, &err) ||
+    if (heat_backend_check_build(&c, &err) || heat_backend_check_transport(&c, on_cpu, &err) ||
         (n > 1 && heat_output_check_parallel_io(&c, &err))) {
         fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
         return 2;

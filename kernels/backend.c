@@ -70,9 +70,7 @@ int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, h
 #ifdef HEAT_HAVE_CUDA
         return create_cuda(c, notices, out, err);
 #else
-        return heat_error_set(err, HEAT_ERUNTIME,
-                              "solver.backend = \"cuda\": this heat was built without CUDA "
-                              "(see heat --version); use \"cpu\" or \"auto\"");
+        return heat_backend_check_build(c, err);
 #endif
     case HEAT_BACKEND_AUTO:
     default: {
@@ -118,6 +116,15 @@ static int part_wants_gpu(const heat_case *c, const heat_halo_comm *comm, FILE *
     return all;
 }
 
+int heat_backend_check_build(const heat_case *c, heat_error *err)
+{
+    if (c->solver.backend == HEAT_BACKEND_CUDA && !heat_backend_has_gpu_build())
+        return heat_error_set(err, HEAT_EINPUT,
+                              "solver.backend = \"cuda\": this heat was built without CUDA "
+                              "(see heat --version); use \"cpu\" or \"auto\"");
+    return HEAT_OK;
+}
+
 int heat_backend_check_transport(const heat_case *c, int on_cpu, heat_error *err)
 {
     if (on_cpu && c->parallel.transport == HEAT_TRANSPORT_NCCL)
@@ -142,9 +149,7 @@ int heat_backend_create_part(const heat_case *c, const heat_part *part, const he
         }
         return rc;
 #else
-        rc = heat_error_set(err, HEAT_ERUNTIME,
-                            "solver.backend = \"cuda\": this heat was built without CUDA "
-                            "(see heat --version); use \"cpu\" or \"auto\"");
+        rc = heat_backend_check_build(c, err);
         comm->all_ok(comm->ctx, 0);
         return rc;
 #endif

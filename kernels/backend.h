@@ -28,6 +28,11 @@ typedef struct heat_backend heat_backend;
  * HEAT_ERUNTIME naming the bytes needed when memory is short. */
 int heat_backend_create(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err);
 
+/* HEAT_EINPUT when solver.backend = "cuda" and this heat was built without
+ * CUDA: a deck this program can never run, checked by the run and by
+ * `heat check`. */
+int heat_backend_check_build(const heat_case *c, heat_error *err);
+
 /* HEAT_EINPUT when parallel.transport = "nccl" and the run is on the CPU
  * (`on_cpu`): a deck error, checked by the run and by `heat check`. */
 int heat_backend_check_transport(const heat_case *c, int on_cpu, heat_error *err);
