@@ -681,7 +681,14 @@ int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
     int rc = HEAT_OK, step = READ_H5;
     if (fapl < 0 || (fid = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) goto out;
     step = 0;
-    if (H5Aexists(fid, "heat_format_version") <= 0) {
+    /* < 0: the root's attributes cannot be read, the file is damaged */
+    const htri_t has_version = H5Aexists(fid, "heat_format_version");
+    what = "reading its attributes";
+    if (has_version < 0) {
+        step = READ_H5;
+        goto out;
+    }
+    if (has_version == 0) {
         rc = heat_error_set(err, HEAT_EINPUT,
                             "not a heat snapshot or checkpoint (an HDF5 file without the "
                             "heat_format_version attribute)");

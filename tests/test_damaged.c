@@ -3,7 +3,8 @@
  * a field without its checksum, a dt above the stability limit, a step past
  * the deck's end, NaN in a checkpoint; the index on a failed restart; the
  * lock on the output directory. Each file is made here from a good one with
- * the HDF5 library, so the damage is exactly the one named. */
+ * the HDF5 library, so the damage is exactly the one named; but for a
+ * damaged header of attributes, which only changed bytes can make. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -233,6 +234,43 @@ static void test_flipped_metadata(void **state)
     free_case(&r);
 }
 
+/* The root's header of attributes damaged (the bytes of an attribute's
+ * name changed, as a failing disk would): the file is said to be corrupt,
+ * not to be another program's (HDF5's checksum of the header fails before
+ * any attribute is found). */
+static void test_damaged_header(void **state)
+{
+    (void)state;
+    run_case r;
+    setup_case(&r, "dmg_header");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/header.vtkhdf", r.dir);
+    write_checkpoint(&r, path, 4, -1);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    const long size = ftell(f);
+    char *bytes = xmalloc((size_t)size);
+    rewind(f);
+    assert_int_equal(fread(bytes, 1, (size_t)size, f), (size_t)size);
+    const char name[] = "heat_format_version";
+    long at = -1;
+    for (long i = 0; at < 0 && i + (long)sizeof name - 1 <= size; i++)
+        if (!memcmp(bytes + i, name, sizeof name - 1)) at = i;
+    assert_true(at >= 0);
+    for (long i = at; i < at + 8; i++) bytes[i] ^= (char)0xff;
+    rewind(f);
+    assert_int_equal(fwrite(bytes, 1, (size_t)size, f), (size_t)size);
+    assert_int_equal(fclose(f), 0);
+    free(bytes);
+    heat_error err;
+    assert_int_equal(read_meta(path, &err), HEAT_ERUNTIME);
+    test_expect_in("error", err.msg, "corrupt: reading its attributes");
+    assert_null(strstr(err.msg, "without the heat_format_version"));
+    info_says_damaged(path, "corrupt: reading its attributes");
+    free_case(&r);
+}
+
 /* A field stored without the Fletcher-32 filter could be damaged unseen. */
 static void test_field_without_checksum(void **state)
 {
@@ -431,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_deck_as_array),
         cmocka_unit_test(test_flipped_metadata),
         cmocka_unit_test(test_field_without_checksum),
+        cmocka_unit_test(test_damaged_header),
         cmocka_unit_test(test_restart_distrusts),
         cmocka_unit_test(test_index_before_removal),
         cmocka_unit_test(test_restart_without_snapshots),
