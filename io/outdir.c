@@ -2,6 +2,7 @@
  * it, listing and rotating checkpoints. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <stdio.h>
@@ -117,6 +118,17 @@ static int check_lock(const char *dir, heat_error *err)
 
 int heat_output_check_path(const char *dir, heat_error *err)
 {
+    /* a name that no file system here takes: the deck's mistake too (stat
+     * says so only where the parts before it exist) */
+    for (const char *p = dir; *p;) {
+        const size_t len = strcspn(p, "/");
+        if (len > NAME_MAX)
+            return heat_error_set(err, HEAT_EINPUT,
+                                  "output.dir = \"%s\": its part \"%.*s\" has %zu characters, "
+                                  "more than a file name may have (%d)",
+                                  dir, (int)len, p, len, NAME_MAX);
+        p += len + (p[len] == '/');
+    }
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
@@ -124,6 +136,9 @@ int heat_output_check_path(const char *dir, heat_error *err)
                                   "output.dir = \"%s\" exists and is not a directory", dir);
         return HEAT_OK;
     }
+    if (errno == ENAMETOOLONG)
+        return heat_error_set(err, HEAT_EINPUT, "output.dir = \"%s\": %s", dir,
+                              strerror(ENAMETOOLONG));
     if (errno != ENOTDIR) return HEAT_OK; /* created later, or heat_output_open says why not */
     /* A file where the path needs a directory is the deck's mistake, not the
      * run's: name the first such part. */

@@ -11,8 +11,10 @@
  * limit of the file's grid and diffusivity (the deck's, once they match),
  * and a step the deck has not passed. (A field that holds NaN or Inf the
  * readers refuse themselves.) */
-static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat_error *err)
+static int check_restart_state(const heat_case *c, const heat_file_meta *m, int *past,
+                               heat_error *err)
 {
+    *past = 0;
     /* Implicit steps take any dt > 0; a steady multigrid run counts cycles. */
     const int explicit_steps = !heat_case_multigrid(c);
     if (explicit_steps && m->dt > c->d.dt_max * (1 + 1e-12))
@@ -31,7 +33,8 @@ static int check_restart_state(const heat_case *c, const heat_file_meta *m, heat
         heat_case_steady_multigrid(c) ? HEAT_OK : heat_case_keep_dt(&with_dt, m->dt, &moved, err);
     if (rc) return rc;
     const int64_t stop = with_dt.d.stop_step;
-    if (stop >= 0 && stop < m->step)
+    *past = stop >= 0 && stop < m->step;
+    if (*past)
         return heat_error_set(err, HEAT_EINPUT,
                               "the file is at step %lld (t = %.9g), past the last step of this "
                               "deck, %lld (%s): raise time.end or time.max_steps",
@@ -65,31 +68,44 @@ static int check_physics(const heat_case *c, const heat_file_meta *m, heat_error
 /* Reads the metadata of `path`, checks it against the deck and reads the
  * field into `field`. A deck that does not match is HEAT_EINPUT with
  * *mismatch set; a file that cannot be used (damaged, or past the deck's
- * end) is HEAT_EINPUT or HEAT_ERUNTIME. Every message starts with "PATH: ". */
+ * end) is HEAT_EINPUT or HEAT_ERUNTIME. With `past` not NULL a file past
+ * the deck's end has its field read too, and *past says whether it is
+ * intact but past the end. Every message starts with "PATH: ". */
 static int load_restart(const run_state *s, const char *path, void *field, heat_file_meta *m,
-                        int *mismatch, heat_error *err)
+                        int *mismatch, int *past, heat_error *err)
 {
     const heat_case *c = s->c;
     *mismatch = 0;
+    int beyond = 0, damaged = 0;
+    heat_error why;
     int rc = heat_file_read_meta(path, m, err);
     if (!rc) {
-        if ((rc = heat_file_check_case(m, c, err)) || (rc = check_physics(c, m, err)))
+        if ((rc = heat_file_check_case(m, c, err)) || (rc = check_physics(c, m, err))) {
             *mismatch = 1;
-        else if ((rc = check_restart_state(c, m, err)))
-            ;
-        else if (s->par)
-            rc =
-                heat_file_read_box(path, m, c->solver.precision, s->part.lo, s->part.n, field, err);
-        else
-            rc = heat_file_read_field(path, m, c->solver.precision, field, err);
+        } else if ((rc = check_restart_state(c, m, &beyond, err)) && !(beyond && past)) {
+            ; /* unusable */
+        } else {
+            /* usable, or (asked) past the end: is its field intact? */
+            if (beyond) why = *err;
+            rc = s->par ? heat_file_read_box(path, m, c->solver.precision, s->part.lo, s->part.n,
+                                             field, err)
+                        : heat_file_read_field(path, m, c->solver.precision, field, err);
+            damaged = rc != HEAT_OK;
+            if (damaged)
+                beyond = 0; /* damaged: that is what to say */
+            else if (beyond)
+                rc = HEAT_EINPUT, *err = why;
+        }
     }
     /* Every rank read the same metadata; the boxes may differ in fortune. */
     if (s->par) {
-        double mm = *mismatch;
+        double mm[2] = {*mismatch, damaged};
         rc = heat_par_agree(s->par, rc, err);
-        heat_par_max(s->par, &mm, 1);
-        *mismatch = rc && mm > 0;
+        heat_par_max(s->par, mm, 2);
+        *mismatch = rc && mm[0] > 0;
+        beyond = rc && beyond && mm[1] == 0; /* a box damaged anywhere: damaged */
     }
+    if (past) *past = beyond;
     if (rc) {
         heat_error_prefix(err, "%s: ", path);
         heat_file_meta_free(m);
@@ -119,7 +135,8 @@ static int list_checkpoints(const run_state *s, int64_t **steps, size_t *n, heat
 }
 
 /* --restart latest: the newest intact checkpoint of the case, falling back
- * to older ones (saying so) when damaged; none at all: the initial field. */
+ * to older ones (saying so) when damaged; none at all: the initial field.
+ * The newest intact one past the deck's end is refused (HEAT_EINPUT). */
 static int restart_latest(const run_state *s, void *field, restart_file *r, heat_error *err)
 {
     const heat_case *c = s->c;
@@ -138,12 +155,12 @@ static int restart_latest(const run_state *s, void *field, restart_file *r, heat
     }
     heat_error bad;
     heat_error_clear(&bad);
-    int mismatch = 0;
-    for (size_t i = 0; i < n && !r->have && !mismatch; i++) {
+    int mismatch = 0, past = 0;
+    for (size_t i = 0; i < n && !r->have && !mismatch && !past; i++) {
         heat_output_checkpoint_path(r->path, sizeof r->path, c->output.dir, c->name, steps[i]);
-        rc = load_restart(s, r->path, field, &r->meta, &mismatch, err);
+        rc = load_restart(s, r->path, field, &r->meta, &mismatch, &past, err);
         r->have = rc == HEAT_OK;
-        if (rc && !mismatch) {
+        if (rc && !mismatch && !past) {
             /* Damaged or past the end: say so and fall back to the next older one. */
             heat_error_append(&bad, err->code, "  %s", err->msg);
             if (opt->notices)
@@ -152,11 +169,21 @@ static int restart_latest(const run_state *s, void *field, restart_file *r, heat
         }
     }
     free(steps);
+    /* An intact checkpoint past the end is not passed over for an older
+     * one: the restart would remove it (and lose its steps for good). */
+    if (past) {
+        heat_error_prefix(err, "--restart latest: the newest intact checkpoint, ");
+        heat_error_append(err, HEAT_EINPUT,
+                          "  An older checkpoint is not taken instead, as the restart would "
+                          "remove this one; to go back to one, name it (--restart FILE: the "
+                          "files written after it are then removed).");
+        return HEAT_EINPUT;
+    }
     if (mismatch) heat_error_prefix(err, "--restart ");
     if (r->have || mismatch) return rc;
     return heat_error_set(err, bad.code,
                           "--restart latest: no intact checkpoint in %s that this deck can "
-                          "continue (%zu found, each damaged or past the deck's end):\n%s",
+                          "continue (%zu found, each damaged or unusable):\n%s",
                           c->output.dir, n, bad.msg);
 }
 
@@ -191,7 +218,7 @@ int heat_run_start_field(run_state *s, void *field, restart_file *r, heat_error 
     } else if (opt->restart) {
         int mismatch;
         snprintf(r->path, sizeof r->path, "%s", opt->restart);
-        rc = load_restart(s, r->path, field, &r->meta, &mismatch, err);
+        rc = load_restart(s, r->path, field, &r->meta, &mismatch, NULL, err);
         r->have = rc == HEAT_OK;
         /* The user named this file: one that is damaged or cannot be read is
          * bad input, as it is for initial.path. */

@@ -310,7 +310,9 @@ static void expect_fallback(const run_case *r, const char *why, int64_t want_sta
 
 /* A newest checkpoint (format 1, so no checksum stands in the way) with a dt
  * above the stability limit; one with NaN on a Dirichlet node, whose value a
- * run never changes and no residual would see; one past the deck's end. */
+ * run never changes and no residual would see; one past the deck's end
+ * whose field is damaged (NaN). An intact one past the end is refused
+ * instead (test_restart_keeps_later). */
 static void test_restart_distrusts(void **state)
 {
     (void)state;
@@ -337,12 +339,44 @@ static void test_restart_distrusts(void **state)
             r.c.time.max_steps = r.c.d.stop_step = 16;
             expect_fallback(&r, "NaN or Inf", 8);
         } else {
-            write_checkpoint(&r, newest, 12, -1);
+            write_checkpoint(&r, newest, 12, 0);
             r.c.time.max_steps = r.c.d.stop_step = 10;
-            expect_fallback(&r, "past the last step of this deck", 8);
+            expect_fallback(&r, "NaN or Inf", 8);
         }
         free_case(&r);
     }
+}
+
+/* --restart latest with the newest checkpoint intact but past the deck's
+ * end (time.max_steps lowered): refused, and that checkpoint kept (an older
+ * one would have the restart remove it); named, the older one is taken. */
+static void test_restart_keeps_later(void **state)
+{
+    (void)state;
+    run_case r;
+    setup_case(&r, "dmg_later");
+    heat_run_result first;
+    run_ok(&r, NULL, NULL, &first);
+    char newest[4400], older[4400];
+    path_of(newest, sizeof newest, &r, 1, 8);
+    path_of(older, sizeof older, &r, 1, 4);
+    assert_true(test_exists(newest));
+    r.c.time.max_steps = r.c.d.stop_step = 6;
+    heat_run_result res;
+    heat_error err;
+    char *notices = NULL;
+    assert_int_equal(run(&r, "latest", NULL, &res, &notices, &err), HEAT_EINPUT);
+    test_expect_in("error", err.msg, newest);
+    test_expect_in("error", err.msg, "past the last step of this deck, 6 (time.max_steps)");
+    test_expect_in("error", err.msg, "An older checkpoint is not taken instead");
+    assert_true(test_exists(newest));
+    free(notices);
+    notices = NULL;
+    if (run(&r, older, NULL, &res, &notices, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(res.start_step, 4);
+    assert_false(test_exists(newest));
+    free(notices);
+    free_case(&r);
 }
 
 /* A restart that cannot remove a later file of the interrupted run fails;
@@ -471,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_field_without_checksum),
         cmocka_unit_test(test_damaged_header),
         cmocka_unit_test(test_restart_distrusts),
+        cmocka_unit_test(test_restart_keeps_later),
         cmocka_unit_test(test_index_before_removal),
         cmocka_unit_test(test_restart_without_snapshots),
         cmocka_unit_test(test_directory_lock),
