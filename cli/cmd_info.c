@@ -19,8 +19,8 @@ static const char usage_info[] =
     "wrote it, and the deck of its run. Reads the whole field (and material index) to\n"
     "verify every chunk's Fletcher-32 checksum.\n"
     "\n"
-    "exit status: 0 intact, 1 damaged or not a heat file, 2 bad usage, no such file or a\n"
-    "directory\n";
+    "exit status: 0 intact, 1 damaged or not a heat file, 2 bad usage, no such file, or not\n"
+    "a regular file (a directory, pipe or device)\n";
 
 /* The one FILE argument, or NULL with *rc set to the exit status (0 after
  * --help). */
@@ -171,11 +171,11 @@ int heat_cmd_info(int argc, char **argv)
         return 2;
     }
     if (heat_file_read_meta(path, &m, &err)) {
-        /* The path is there: a directory or unreadable (bad usage, 2), or a
-         * file damaged or not ours (1). */
+        /* The path is there: a directory, pipe or device, or unreadable (bad
+         * usage, 2), or a file damaged or not ours (1). */
         fprintf(stderr, "heat info: %s: %s\n", path, err.msg);
         struct stat st;
-        int usage = access(path, R_OK) != 0 || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+        int usage = access(path, R_OK) != 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
         return usage ? 2 : 1;
     }
     print_meta(path, &m);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "h5file.h"
@@ -81,8 +82,12 @@ int heat_intfile_open(const char *path, const char *dataset, const int64_t n[3],
     f->fid = f->ds = H5I_INVALID_HID;
     for (int a = 0; a < 3; a++) f->n[a] = n[a];
     int rc = HEAT_OK;
+    struct stat st;
     if (access(path, R_OK) != 0)
         rc = heat_error_set(err, HEAT_EINPUT, "cannot read %s: %s", path, strerror(errno));
+    else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* HDF5 would block on a pipe */
+        rc = heat_error_set(err, HEAT_EINPUT, "cannot read %s as an HDF5 file: not a regular file",
+                            path);
     else if (H5Fis_hdf5(path) <= 0 || (f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
         rc = heat_error_set(err, HEAT_EINPUT, "cannot read %s as an HDF5 file", path);
     else if ((f->ds = H5Dopen2(f->fid, dataset, H5P_DEFAULT)) < 0)

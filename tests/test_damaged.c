@@ -271,6 +271,31 @@ static void test_damaged_header(void **state)
     free_case(&r);
 }
 
+/* A pipe named as a file (HDF5 would block reading it, for ever): heat info
+ * and a restart refuse it as bad input (exit status 2), without blocking. */
+static void test_pipe_as_file(void **state)
+{
+    (void)state;
+    run_case r;
+    setup_case(&r, "dmg_pipe");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/pipe.vtkhdf", r.dir);
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    result res;
+    heat(&res, NULL, "info", path, NULL);
+    expect_rc(&res, 2);
+    EXPECT_ERR(&res, path);
+    EXPECT_ERR(&res, "is not a regular file");
+    result_free(&res);
+    heat(&res, NULL, "run", "--restart", path, "--quiet", NULL);
+    expect_rc(&res, 2);
+    EXPECT_ERR(&res, "is not a regular file");
+    result_free(&res);
+    unlink(path);
+    free_case(&r);
+}
+
 /* A field stored without the Fletcher-32 filter could be damaged unseen. */
 static void test_field_without_checksum(void **state)
 {
@@ -504,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_flipped_metadata),
         cmocka_unit_test(test_field_without_checksum),
         cmocka_unit_test(test_damaged_header),
+        cmocka_unit_test(test_pipe_as_file),
         cmocka_unit_test(test_restart_distrusts),
         cmocka_unit_test(test_restart_keeps_later),
         cmocka_unit_test(test_index_before_removal),
