@@ -42,8 +42,13 @@ int heat_cli_parse_args(int argc, char **argv, int allow_run_options, heat_cli_a
             char *end = NULL;
             long n = val ? strtol(val, &end, 10) : 0;
             if (!val || end == val || *end || n < 1 || n > (1 << 24)) {
-                fprintf(stderr, "heat: --ranks needs a number of processes from 1 to %d\n",
-                        1 << 24);
+                if (val)
+                    fprintf(stderr,
+                            "heat: --ranks %s: expected a number of processes from 1 to %d\n", val,
+                            1 << 24);
+                else
+                    fprintf(stderr, "heat: --ranks needs a number of processes from 1 to %d\n",
+                            1 << 24);
                 return 2;
             }
             a->ranks = (int)n;

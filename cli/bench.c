@@ -110,14 +110,30 @@ typedef struct bench_row {
     double halo_pack, halo_transfer, halo_unpack;
 } bench_row;
 
-static int parse_size(const char *s, int64_t n[3])
+/* The grid limits of grid.points (input/deck_schema.c). */
+#define SIZE_AXIS_MAX (INT64_C(1) << 40)
+#define SIZE_ALL_MAX  0x1p50
+
+const char *heat_cli_parse_size(const char *s, int64_t n[3])
 {
-    long long a, b, c;
-    char tail;
-    if (sscanf(s, "%lldx%lldx%lld%c", &a, &b, &c, &tail) != 3) return -1;
-    if (a < 3 || b < 3 || (c < 3 && c != 1)) return -1;
-    n[0] = a, n[1] = b, n[2] = c;
-    return 0;
+    const char *bad = "expected NXxNYxNZ with each >= 3 (NZ = 1 for 2D)";
+    long long m[3];
+    const char *p = s;
+    /* strtoll, not sscanf: a number beyond 64 bits comes back as LLONG_MAX
+     * (a size too large) instead of undefined. */
+    for (int a = 0; a < 3; a++) {
+        char *end;
+        m[a] = strtoll(p, &end, 10);
+        if (end == p || *end != (a < 2 ? 'x' : '\0')) return bad;
+        p = end + (a < 2);
+    }
+    if (m[0] < 3 || m[1] < 3 || (m[2] < 3 && m[2] != 1)) return bad;
+    if (m[0] > SIZE_AXIS_MAX || m[1] > SIZE_AXIS_MAX || m[2] > SIZE_AXIS_MAX)
+        return "at most 2^40 points along each axis";
+    if ((double)m[0] * (double)m[1] * (double)m[2] > SIZE_ALL_MAX)
+        return "at most 2^50 points in all (NX * NY * NZ)";
+    for (int a = 0; a < 3; a++) n[a] = m[a];
+    return NULL;
 }
 
 /* Random data, never zeros: values in [0, 1). */
@@ -531,11 +547,13 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
         return 2;
     }
     if (!strcmp(s, "--size")) {
-        if (o->nsizes == MAX_SIZES || parse_size(v, o->sizes[o->nsizes])) {
-            fprintf(stderr,
-                    "heat bench: --size %s: expected NXxNYxNZ with each >= 3 "
-                    "(NZ = 1 for 2D), at most %d sizes\n",
-                    v, MAX_SIZES);
+        if (o->nsizes == MAX_SIZES) {
+            fprintf(stderr, "heat bench: --size %s: at most %d sizes\n", v, MAX_SIZES);
+            return -1;
+        }
+        const char *why = heat_cli_parse_size(v, o->sizes[o->nsizes]);
+        if (why) {
+            fprintf(stderr, "heat bench: --size %s: %s\n", v, why);
             return -1;
         }
         o->nsizes++;

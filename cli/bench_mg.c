@@ -245,8 +245,6 @@ static int parse(mg_opts *o, int argc, char **argv)
             fputs(usage_mg, stdout);
             return 0;
         }
-        long long a, b, c;
-        char tail;
         /* An unknown option is named as such, not as one missing its value. */
         if (strcmp(s, "--backend") && strcmp(s, "--size") && strcmp(s, "--precision") &&
             strcmp(s, "--runs") && strcmp(s, "--json")) {
@@ -263,12 +261,16 @@ static int parse(mg_opts *o, int argc, char **argv)
         i++;
         if (!strcmp(s, "--backend") && (!strcmp(v, "cpu") || !strcmp(v, "cuda")))
             o->backend = v;
-        else if (!strcmp(s, "--size") && o->nsizes < 8 &&
-                 sscanf(v, "%lldx%lldx%lld%c", &a, &b, &c, &tail) == 3 && a >= 3 && b >= 3 &&
-                 (c >= 3 || c == 1))
-            o->sizes[o->nsizes][0] = a, o->sizes[o->nsizes][1] = b, o->sizes[o->nsizes++][2] = c;
-        else if (!strcmp(s, "--precision") &&
-                 (!strcmp(v, "float") || !strcmp(v, "double") || !strcmp(v, "both")))
+        else if (!strcmp(s, "--size")) {
+            const char *why =
+                o->nsizes < 8 ? heat_cli_parse_size(v, o->sizes[o->nsizes]) : "at most 8 sizes";
+            if (why) {
+                fprintf(stderr, "heat bench --multigrid: --size %s: %s\n", v, why);
+                return -1;
+            }
+            o->nsizes++;
+        } else if (!strcmp(s, "--precision") &&
+                   (!strcmp(v, "float") || !strcmp(v, "double") || !strcmp(v, "both")))
             o->want_f = strcmp(v, "double") != 0, o->want_d = strcmp(v, "float") != 0;
         else if (!strcmp(s, "--runs") && atoi(v) >= 3 && atoi(v) <= 200)
             o->runs = atoi(v);

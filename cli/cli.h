@@ -43,6 +43,11 @@ int heat_cmd_run(const heat_cli_args *a);
 int heat_cmd_check(const heat_cli_args *a);
 int heat_cmd_info(int argc, char **argv);
 int heat_cmd_bench(int argc, char **argv);
+
+/* A --size value (NXxNYxNZ) into n, and NULL; else what is wrong with it, in
+ * words. The deck's own limits are checked here, so that a refusal names
+ * --size as written, not the deck the bench makes of it (bench.c). */
+const char *heat_cli_parse_size(const char *s, int64_t n[3]);
 /* heat bench --multigrid (bench_mg.c). */
 int heat_bench_multigrid(int argc, char **argv);
 

@@ -2,6 +2,7 @@
  * docs/DECK.md is the schema that users read. */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,36 +15,89 @@
 
 /* ------------------------------------------------------------ sections */
 
-static int name_ok(const char *s)
+#define NAME_MAX_CHARS 200
+
+/* The character rule of a name (its length is checked apart). */
+static int name_chars_ok(const char *s)
 {
-    if (!s[0] || s[0] == '.' || strlen(s) > 200) return 0;
+    if (!s[0] || s[0] == '.') return 0;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.') return 0;
     return 1;
 }
 
+/* Whether a name is X_ckpt (X not empty): the snapshots of run "X_ckpt",
+ * X_ckpt_<step>.vtkhdf, are named exactly as the checkpoints of run "X", and
+ * io/outdir.c reads them as such, so such a run could never be restarted.
+ * ("_ckpt" alone collides with nothing.) */
+static int ckpt_suffix(const char *s)
+{
+    const size_t n = strlen(s);
+    return n > 5 && strcmp(s + n - 5, "_ckpt") == 0;
+}
+
+/* Why a name X_ckpt is refused. */
+static void ckpt_why(const char *name, char *buf, size_t n)
+{
+    const int x = (int)strlen(name) - 5;
+    snprintf(buf, n,
+             "the run's snapshots (%s_<step>.vtkhdf) would have the names of the checkpoints "
+             "of a run \"%.*s\", so --restart could not tell the two runs apart",
+             name, x, name);
+}
+
 static void v_name(vctx *v, const config_setting_t *root, heat_case *c, const char *origin)
 {
     const char *name;
+    char why[2048];
     if (heat_deck_get_string(v, root, "name", 0, &name) == 1) {
-        if (!name_ok(name))
+        if (!name_chars_ok(name) || strlen(name) > NAME_MAX_CHARS)
             heat_deck_bad(
                 v, MEMBER(root, "name"),
-                "expected 1 to 200 characters from A-Z a-z 0-9 _ - . (not starting with '.'): "
-                "the name is part of every output file name");
-        else
+                "expected 1 to %d characters from A-Z a-z 0-9 _ - . (not starting with '.'): "
+                "the name is part of every output file name",
+                NAME_MAX_CHARS);
+        else if (ckpt_suffix(name)) {
+            ckpt_why(name, why, sizeof why);
+            heat_deck_bad(v, MEMBER(root, "name"),
+                          "a name must not end in \"_ckpt\": %s: use another name, e.g. "
+                          "\"%.*s-ckpt\"",
+                          why, (int)strlen(name) - 5, name);
+        } else
             snprintf(c->name, sizeof c->name, "%s", name);
         return;
     }
-    /* Default: the deck file's base name without its extension, made safe. */
+    /* Default: the deck file's base name without its extension, made safe.
+     * Built whole (a base name may be longer than c->name holds) so that a
+     * refusal names it as it would be. */
     const char *base = strrchr(origin, '/');
     base = base ? base + 1 : origin;
-    snprintf(c->name, sizeof c->name, "%s", base);
-    char *dot = strrchr(c->name, '.');
-    if (dot && dot != c->name) *dot = '\0';
-    for (char *p = c->name; *p; p++)
+    char def[HEAT_PATH_MAX];
+    snprintf(def, sizeof def, "%s", base);
+    char *dot = strrchr(def, '.');
+    if (dot && dot != def) *dot = '\0';
+    for (char *p = def; *p; p++)
         if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') *p = '_';
-    if (c->name[0] == '.' || c->name[0] == '\0') c->name[0] = '_';
+    if (def[0] == '\0')
+        snprintf(def, sizeof def, "_");
+    else if (def[0] == '.')
+        def[0] = '_';
+    /* An explicit name is held to the same rules: the default is one too. */
+    if (strlen(def) > NAME_MAX_CHARS)
+        heat_error_append(v->err, HEAT_EINPUT,
+                          "%s: the default name \"%s\", made from the deck file's name, has %zu "
+                          "characters, more than the %d a name may have: set name = \"...\"; in "
+                          "the deck (1 to %d of A-Z a-z 0-9 _ - .)",
+                          origin, def, strlen(def), NAME_MAX_CHARS, NAME_MAX_CHARS);
+    else if (ckpt_suffix(def)) {
+        ckpt_why(def, why, sizeof why);
+        heat_error_append(v->err, HEAT_EINPUT,
+                          "%s: the default name \"%s\", made from the deck file's name, ends in "
+                          "\"_ckpt\": %s: set a name in the deck that does not end in "
+                          "\"_ckpt\", e.g. name = \"%.*s-ckpt\";",
+                          origin, def, why, (int)strlen(def) - 5, def);
+    } else
+        snprintf(c->name, sizeof c->name, "%s", def);
 }
 
 static void v_grid(vctx *v, const config_setting_t *root, heat_case *c)
@@ -402,6 +456,56 @@ static void v_solver(vctx *v, const config_setting_t *root, heat_case *c)
     }
 }
 
+/* A float run holds every temperature as a float: a deck value that sets one
+ * (a Dirichlet face's value, a convective face's ambient, the initial
+ * field's levels) beyond FLT_MAX would start the field as Inf. Refused as a
+ * deck error, here where the key and its line are known, rather than as a
+ * field that is "no longer finite" at step 0. */
+static void float_range(vctx *v, const config_setting_t *s, double x, const char *what)
+{
+    if (s && !(fabs(x) <= FLT_MAX))
+        heat_deck_bad(v, s,
+                      "%s is beyond the range of solver.precision = \"float\" (|value| <= "
+                      "%.9g): use a smaller value, or solver.precision = \"double\"",
+                      what, (double)FLT_MAX);
+}
+
+static void check_float_range(vctx *v, const config_setting_t *root, const heat_case *c)
+{
+    if (c->solver.precision != HEAT_FLOAT) return;
+    const config_setting_t *b = MEMBER(root, "boundary"), *in = MEMBER(root, "initial");
+    for (int f = 0; b && f < 2 * c->grid.dims; f++) {
+        const config_setting_t *fg = MEMBER(b, heat_face_names[f]);
+        if (!fg || !config_setting_is_group(fg)) continue;
+        if (c->bc[f].type == HEAT_BC_DIRICHLET)
+            float_range(v, MEMBER(fg, "value"), c->bc[f].value, "a Dirichlet face's value");
+        else if (c->bc[f].type == HEAT_BC_CONVECTIVE)
+            float_range(v, MEMBER(fg, "ambient"), c->bc[f].ambient, "the ambient temperature");
+    }
+    if (!in || !config_setting_is_group(in)) return;
+    switch (c->initial.type) {
+    case HEAT_INIT_CONSTANT:
+        float_range(v, MEMBER(in, "value"), c->initial.value, "the initial value");
+        break;
+    case HEAT_INIT_GAUSSIAN:
+        /* The field lies between base and base + amplitude, the blob's peak. */
+        float_range(v, MEMBER(in, "base"), c->initial.base, "the initial base level");
+        if (fabs(c->initial.base) <= FLT_MAX &&
+            !(fabs(c->initial.base + c->initial.amplitude) <= FLT_MAX) && MEMBER(in, "amplitude")) {
+            char what[128];
+            snprintf(what, sizeof what, "the blob's peak base + amplitude = %.9g",
+                     c->initial.base + c->initial.amplitude);
+            float_range(v, MEMBER(in, "amplitude"), c->initial.base + c->initial.amplitude, what);
+        }
+        break;
+    case HEAT_INIT_SINE:
+        float_range(v, MEMBER(in, "amplitude"), c->initial.amplitude, "the amplitude");
+        break;
+    default:
+        break;
+    }
+}
+
 /* What multigrid cannot combine with: a steady multigrid solve has no time
  * scheme. */
 static void check_multigrid(vctx *v, const config_setting_t *root, const heat_case *c)
@@ -433,6 +537,7 @@ void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c)
     heat_deck_check_conductivity(v, root, c);
     v_output(v, root, c);
     v_solver(v, root, c);
+    check_float_range(v, root, c);
     if (!(c->solver.implicit_tolerance > 0))
         c->solver.implicit_tolerance = heat_case_default_implicit_tolerance(c->solver.precision);
     check_multigrid(v, root, c);

@@ -127,6 +127,13 @@ int heat_deck_apply_set(config_t *cfg, const char *set, heat_error *err)
         return heat_error_append(err, HEAT_EINPUT, "--set %s: the key is empty or too long", set);
     memcpy(key, set, klen);
     key[klen] = '\0';
+    /* strtok_r below would merge empty parts: time..end must not pass as time.end. */
+    if (key[0] == '.' || key[klen - 1] == '.' || strstr(key, ".."))
+        return heat_error_append(err, HEAT_EINPUT,
+                                 "--set %s: the key %s has an empty part (a dot at its start or "
+                                 "end, or two dots in a row): write group.key, e.g. "
+                                 "--set time.end=2.0",
+                                 set, key);
     if (!*value) return heat_error_append(err, HEAT_EINPUT, "--set %s: the value is empty", set);
 
     config_t tmp;

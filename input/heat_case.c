@@ -168,17 +168,33 @@ int heat_case_same_physics(const heat_case *d, const heat_case *f, heat_error *d
 
 /* ---- derived numbers ---------------------------------------------------- */
 
+/* The most steps time.end may take: a step number must stay exact in a
+ * double (below 2^53, about 9.007e15). */
+#define END_STEPS_MAX 9.0e15
+
 /* The step count that reaches time.end with steps of dt: ceil(end / dt), less
  * one where dt divides end up to rounding (1e-9 relative), at least 1.
- * HEAT_EINPUT when it would not fit. */
+ * HEAT_EINPUT when it would not fit, saying the limit and what to change. */
 static int steps_to_end(const heat_case *c, double dt, const char *whose, double *n,
                         heat_error *err)
 {
     double q = c->time.end / dt;
-    if (q > 9.0e15)
+    if (q > END_STEPS_MAX) {
+        char fix[160];
+        if (whose[0])
+            snprintf(fix, sizeof fix, "use a smaller time.end (a restart keeps its file's dt)");
+        else if (heat_case_implicit(c))
+            snprintf(fix, sizeof fix, "use a larger time.dt or a smaller time.end");
+        else
+            snprintf(fix, sizeof fix,
+                     "use a smaller time.end, or a larger time.dt (explicit steps take at most "
+                     "dt_max = %.17g)",
+                     c->d.dt_max);
         return heat_error_set(err, HEAT_EINPUT,
-                              "time.end = %.9g needs %.3g steps of %sdt = %.9g: too many",
-                              c->time.end, q, whose, dt);
+                              "time.end = %.9g needs %.3g steps of %sdt = %.9g: too many (at most "
+                              "%.3g steps may reach time.end): %s",
+                              c->time.end, q, whose, dt, END_STEPS_MAX, fix);
+    }
     *n = ceil(q);
     if (*n > 1 && q - (*n - 1) < 1e-9 * q) *n -= 1;
     if (*n < 1) *n = 1;

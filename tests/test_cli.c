@@ -504,6 +504,21 @@ static void test_output_dir_is_a_file(void **state)
         EXPECT_ERR(&r, "output.dir = \"res/a/b\": res is a file, not a directory");
         result_free(&r);
     }
+    /* a part longer than a file name may be: a deck error, named whole,
+     * before any directory above it is made */
+    char longpart[300], set[400];
+    memset(longpart, 'x', 299);
+    longpart[299] = '\0';
+    snprintf(set, sizeof set, "output.dir=new/%s/b", longpart);
+    for (int i = 0; i < 2; i++) {
+        heat(&r, dir, cmds[i], "d.cfg", "--set", set, NULL);
+        expect_rc(&r, 2);
+        char want[400];
+        snprintf(want, sizeof want, "its part \"%s\" has 299 characters", longpart);
+        EXPECT_ERR(&r, want);
+        result_free(&r);
+    }
+    assert_false(exists_in(dir, "new"));
 }
 
 /* A truncated checkpoint named to --restart is bad input (2), with or
@@ -781,6 +796,169 @@ static void test_set_unknown_key(void **state)
     }
 }
 
+/* A key with an empty part is refused, not merged: time..end is not time.end. */
+static void test_set_empty_key_part(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "set_empty_part");
+    write_small_deck(dir);
+    const char *cmds[] = {"run", "check"};
+    const char *keys[][2] = {
+        {"time..end=3", "--set time..end=3: the key time..end has an empty part"},
+        {".time.end=3", "--set .time.end=3: the key .time.end has an empty part"},
+        {"time.end.=3", "--set time.end.=3: the key time.end. has an empty part"}};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++) {
+            result r;
+            heat(&r, dir, cmds[i], "d.cfg", "--set", keys[k][0], NULL);
+            expect_rc(&r, 2);
+            EXPECT_ERR(&r, keys[k][1]);
+            EXPECT_NOT_OUT(&r, "valid");
+            result_free(&r);
+        }
+    assert_false(exists_in(dir, "res"));
+}
+
+/* Names that could not be run whole are refused before anything is written:
+ * X_ckpt (its snapshots carry the names of run X's checkpoints, so it could
+ * never be restarted), given or made from the deck file's name, and a
+ * default name beyond the 200 characters a given one may have. */
+static void test_name_refusals(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "name_rules");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "run", "d.cfg", "-q", "--set", "name=x_ckpt", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--set: name = \"x_ckpt\": a name must not end in \"_ckpt\"");
+    EXPECT_ERR(&r, "the checkpoints of a run \"x\"");
+    EXPECT_ERR(&r, "e.g. \"x-ckpt\"");
+    result_free(&r);
+    assert_false(exists_in(dir, "res"));
+
+    write_deck(dir, "foo_ckpt.cfg", "time = { max_steps = 20; };", "");
+    const char *cmds[] = {"check", "run"};
+    for (int i = 0; i < 2; i++) {
+        heat(&r, dir, cmds[i], "foo_ckpt.cfg", NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "foo_ckpt.cfg: the default name \"foo_ckpt\", made from the deck file's "
+                       "name, ends in \"_ckpt\"");
+        EXPECT_ERR(&r, "set a name in the deck that does not end in \"_ckpt\", e.g. name = "
+                       "\"foo-ckpt\";");
+        EXPECT_NOT_OUT(&r, "valid");
+        result_free(&r);
+    }
+    assert_false(exists_in(dir, "res"));
+
+    char file[256], want[600];
+    memset(file, 'a', 240);
+    snprintf(file + 240, sizeof file - 240, ".cfg");
+    write_deck(dir, file, "time = { max_steps = 20; };", "");
+    for (int i = 0; i < 2; i++) {
+        heat(&r, dir, cmds[i], file, NULL);
+        expect_rc(&r, 2);
+        snprintf(want, sizeof want, "%s: the default name \"%.240s\"", file, file);
+        EXPECT_ERR(&r, want);
+        EXPECT_ERR(&r, "has 240 characters, more than the 200 a name may have: set name =");
+        result_free(&r);
+    }
+    assert_false(exists_in(dir, "res"));
+
+    /* With a name of its own the deck runs, and restarts. */
+    heat(&r, dir, "run", "foo_ckpt.cfg", "-q", "--set", "name=foo", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    heat(&r, dir, "run", "foo_ckpt.cfg", "-q", "--set", "name=foo", "--set", "time.max_steps=30",
+         "--restart", "latest", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    assert_true(exists_in(dir, "res/foo_ckpt_00000030.vtkhdf"));
+}
+
+/* In float precision a deck value that sets a temperature must be a float:
+ * refused as a deck error (key, value, the range, double suggested) before
+ * anything is written, not as a field that is no longer finite at step 0. */
+static void test_float_range(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "float_range");
+    write_small_deck(dir);
+    const char *sets[][2] = {{"boundary.x_lo.value=1e39", "--set: boundary.x_lo.value = 1e+39: "},
+                             {"initial.value=1e308", "--set: initial.value = 1e+308: "}};
+    for (int k = 0; k < 2; k++) {
+        result r;
+        heat(&r, dir, "run", "d.cfg", "-q", "--set", "solver.precision=float", "--set", sets[k][0],
+             NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, sets[k][1]);
+        EXPECT_ERR(&r, "beyond the range of solver.precision = \"float\" (|value| <= "
+                       "3.40282347e+38): use a smaller value, or solver.precision = \"double\"");
+        EXPECT_NOT_ERR(&r, "no longer finite");
+        result_free(&r);
+        assert_false(exists_in(dir, "res"));
+        heat(&r, dir, "check", "d.cfg", "--set", "solver.precision=float", "--set", sets[k][0],
+             NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, sets[k][1]);
+        result_free(&r);
+        /* double holds it */
+        heat(&r, dir, "check", "d.cfg", "--set", sets[k][0], NULL);
+        expect_rc(&r, 0);
+        result_free(&r);
+    }
+}
+
+/* time.end beyond the steps a run may count: the refusal says the limit and
+ * what to change. */
+static void test_too_many_steps_says_limit(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "steps_limit");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "check", "d.cfg", "--set", "time.end=1e15", "--set", "time.max_steps=5", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "time.end = 1e+15 needs ");
+    EXPECT_ERR(&r, "too many (at most 9e+15 steps may reach time.end): use a smaller time.end, "
+                   "or a larger time.dt (explicit steps take at most dt_max = 0.000708215297");
+    result_free(&r);
+}
+
+/* --ranks names the value it refuses. */
+static void test_ranks_values(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "ranks");
+    write_small_deck(dir);
+    const char *bad[] = {"99999999", "abc", "0", "-2", "3x"};
+    for (int i = 0; i < 5; i++) {
+        char want[128], opt[64];
+        snprintf(want, sizeof want,
+                 "heat: --ranks %s: expected a number of processes from 1 to 16777216", bad[i]);
+        result r;
+        heat(&r, dir, "check", "d.cfg", "--ranks", bad[i], NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, want);
+        result_free(&r);
+        snprintf(opt, sizeof opt, "--ranks=%s", bad[i]);
+        heat(&r, dir, "check", "d.cfg", opt, NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, want);
+        result_free(&r);
+    }
+    result r;
+    heat(&r, dir, "check", "d.cfg", "--ranks", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "heat: --ranks needs a number of processes from 1 to 16777216");
+    result_free(&r);
+}
+
 /* ---- heat info ----------------------------------------------------------- */
 
 /* heat info --help, and the main help naming the command. */
@@ -991,6 +1169,31 @@ static void bench_refuses_bad_options(const char *dir)
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--runs 1");
     result_free(&r);
+    /* the grid's limits, named for --size as written, not the deck bench makes */
+    const char *big[][2] = {
+        {"99999999999x99999x99999",
+         "heat bench: --size 99999999999x99999x99999: at most 2^50 points in all"},
+        {"3x1099511627777x3", "heat bench: --size 3x1099511627777x3: at most 2^40 points along "
+                              "each axis"},
+        {"99999999999999999999999x3x3", "heat bench: --size 99999999999999999999999x3x3: at "
+                                        "most 2^40 points along each axis"},
+        {"16x16", "heat bench: --size 16x16: expected NXxNYxNZ"},
+        {"16x16x16x", "heat bench: --size 16x16x16x: expected NXxNYxNZ"}};
+    for (int i = 0; i < 5; i++) {
+        heat(&r, dir, "bench", "--backend", "cpu", "--size", big[i][0], NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, big[i][1]);
+        EXPECT_NOT_ERR(&r, "grid.points");
+        EXPECT_NOT_OUT(&r, "openmp");
+        result_free(&r);
+        /* --multigrid reads --size alike */
+        heat(&r, dir, "bench", "--multigrid", "--backend", "cpu", "--size", big[i][0], NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, big[i][1] + strlen("heat bench: "));
+        EXPECT_ERR(&r, "heat bench --multigrid: --size");
+        EXPECT_NOT_ERR(&r, "grid.points");
+        result_free(&r);
+    }
     heat(&r, dir, "bench", "--material-blocks", "0", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--material-blocks 0: expected an integer from 1 to 4096");
@@ -1083,6 +1286,11 @@ int main(void)
         cmocka_unit_test(test_temporal_block),
         cmocka_unit_test(test_set_bad_value),
         cmocka_unit_test(test_set_unknown_key),
+        cmocka_unit_test(test_set_empty_key_part),
+        cmocka_unit_test(test_name_refusals),
+        cmocka_unit_test(test_float_range),
+        cmocka_unit_test(test_too_many_steps_says_limit),
+        cmocka_unit_test(test_ranks_values),
         cmocka_unit_test(test_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,6 +205,34 @@ static void test_default_name_from_file(void **state)
         assert_string_equal(c.name, rewritten[i][1]);
     }
 
+    /* The default name is held to the rules of a given one, and a refusal
+     * names it and says to set `name`: not X_ckpt ... */
+    assert_int_equal(heat_deck_load_string(deck(L_NAME, "", 0), "runs/foo_ckpt.cfg", NULL, 0, &c,
+                                           NULL, NULL, &err),
+                     HEAT_EINPUT);
+    assert_has(err.msg, "runs/foo_ckpt.cfg: the default name \"foo_ckpt\", made from the deck "
+                        "file's name, ends in \"_ckpt\"");
+    assert_has(err.msg, "checkpoints of a run \"foo\"");
+    assert_has(err.msg, "set a name in the deck");
+    assert_has(err.msg, "name = \"foo-ckpt\";");
+    /* ... and at most 200 characters: a longer file name is refused. */
+    char base[260], want[600];
+    memset(base, 'a', 240);
+    snprintf(base + 240, sizeof base - 240, ".cfg");
+    snprintf(path, sizeof path, "d/%s", base);
+    assert_int_equal(
+        heat_deck_load_string(deck(L_NAME, "", 0), path, NULL, 0, &c, NULL, NULL, &err),
+        HEAT_EINPUT);
+    snprintf(want, sizeof want, "%s: the default name \"%.240s\"", path, base);
+    assert_has(err.msg, want);
+    assert_has(err.msg, "has 240 characters, more than the 200 a name may have");
+    assert_has(err.msg, "set name =");
+    memset(base, 'b', 200);
+    snprintf(base + 200, sizeof base - 200, ".cfg");
+    assert_int_equal(
+        heat_deck_load_string(deck(L_NAME, "", 0), base, NULL, 0, &c, NULL, NULL, &err), HEAT_OK);
+    assert_int_equal(strlen(c.name), 200);
+
     /* A given name wins over the file name. */
     snprintf(path, sizeof path, "%s/other.cfg", dir);
     test_write_file(path, deck(0));
@@ -220,6 +248,25 @@ static void test_bad_name(void **state)
                "not starting with '.'");
     EXPECT_ERR(deck(L_NAME, "name = 5;", 0), ORIGIN ":1:", "name = 5", "expected a string",
                "an integer");
+    /* X_ckpt: its snapshots X_ckpt_<step>.vtkhdf are named as run X's
+     * checkpoints, and a restart could not tell the runs apart. */
+    EXPECT_ERR(deck(L_NAME, "name = \"plate_ckpt\";", 0), ORIGIN ":1:", "name = \"plate_ckpt\"",
+               "must not end in \"_ckpt\"", "checkpoints of a run \"plate\"", "\"plate-ckpt\"");
+    heat_case c;
+    const char *fine[] = {"_ckpt", "plate_ckpt_2", "plate-ckpt", "plate_CKPT"};
+    for (int i = 0; i < 4; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "name = \"%s\";", fine[i]);
+        load_ok(deck(L_NAME, line, 0), NULL, 0, &c, NULL, NULL);
+        assert_string_equal(c.name, fine[i]);
+    }
+    /* 1 to 200 characters. */
+    char line[256];
+    snprintf(line, sizeof line, "name = \"%0200d\";", 0);
+    load_ok(deck(L_NAME, line, 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(strlen(c.name), 200);
+    snprintf(line, sizeof line, "name = \"%0201d\";", 0);
+    EXPECT_ERR(deck(L_NAME, line, 0), ORIGIN ":1:", "expected 1 to 200 characters");
 }
 
 /* ------------------------------------------------------- missing things */
@@ -426,6 +473,33 @@ static void test_time_ranges(void **state)
                ORIGIN ":4:", "time.safety = -0.5", "(0, 1]");
     EXPECT_ERRS(2, deck(L_TIME, "time = 10.0;", 0), ORIGIN ":4:", "time = 10.0", "expected a group",
                 "nothing would stop");
+}
+
+/* time.end may take at most 9e15 steps: the refusal says the limit and what
+ * to change. */
+static void test_time_end_step_limit(void **state)
+{
+    (void)state;
+    heat_case c;
+    heat_error err;
+    load_ok(deck(L_TIME, "time = { end = 1e17; max_steps = 5; };", 0), NULL, 0, &c, NULL, NULL);
+    assert_int_equal(heat_case_derive(&c, &err), HEAT_EINPUT);
+    assert_has(err.msg, "time.end = 1e+17 needs ");
+    assert_has(err.msg, "too many (at most 9e+15 steps may reach time.end)");
+    assert_has(err.msg, "use a smaller time.end, or a larger time.dt (explicit steps take at most "
+                        "dt_max = ");
+    /* Implicit steps take any dt. */
+    load_ok(deck(L_TIME, "time = { end = 1e15; dt = 1e-3; scheme = \"backward_euler\"; };", 0),
+            NULL, 0, &c, NULL, NULL);
+    assert_int_equal(heat_case_derive(&c, &err), HEAT_EINPUT);
+    assert_has(err.msg, "too many (at most 9e+15 steps may reach time.end)");
+    assert_has(err.msg, "use a larger time.dt or a smaller time.end");
+    assert_lacks(err.msg, "dt_max");
+    /* Within the limit it derives. */
+    load_ok(deck(L_TIME, "time = { end = 1e3; dt = 1e-3; scheme = \"backward_euler\"; };", 0), NULL,
+            0, &c, NULL, NULL);
+    derive_ok(&c);
+    assert_int_equal(c.d.end_step, 1000000);
 }
 
 static void test_time_accepted(void **state)
@@ -652,6 +726,62 @@ static void test_boundary_types(void **state)
                ORIGIN ":9:", "boundary.x_hi.gradient = [0.0]", "expected a number");
 }
 
+/* In float precision every deck value that sets a temperature must be a
+ * float (|v| <= FLT_MAX), or the field would start as Inf: refused with the
+ * key, the value and the range. */
+static void test_float_range(void **state)
+{
+    (void)state;
+    const char *fl = "solver = { precision = \"float\"; };";
+    const char *range = "beyond the range of solver.precision = \"float\" (|value| <= "
+                        "3.40282347e+38): use a smaller value, or solver.precision = \"double\"";
+    EXPECT_ERR(deck(L_X_LO, "  x_lo = { type = \"dirichlet\"; value = 1e39; };", L_SOLVER, fl, 0),
+               ORIGIN ":8:", "boundary.x_lo.value = 1e+39", range);
+    EXPECT_ERR(deck(L_Z_HI, "  z_hi = { type = \"dirichlet\"; value = -1e39; };", L_SOLVER, fl, 0),
+               ORIGIN ":13:", "boundary.z_hi.value = -1e+39", range);
+    EXPECT_ERR(
+        deck(L_INITIAL, "initial = { type = \"constant\"; value = 1e308; };", L_SOLVER, fl, 0),
+        ORIGIN ":6:", "initial.value = 1e+308", range);
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"sine\"; modes = [1.0, 1.0, 1.0]; amplitude = -4e38; };",
+                    L_SOLVER, fl, 0),
+               ORIGIN ":6:", "initial.amplitude = -4e+38", range);
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"gaussian\"; center = [0.5, 1.0, 0.25]; width = 0.1; "
+                    "amplitude = 1.0; base = 1e39; };",
+                    L_SOLVER, fl, 0),
+               ORIGIN ":6:", "initial.base = 1e+39", range);
+    /* The blob's peak, base + amplitude, is a value of the field too. */
+    EXPECT_ERR(deck(L_INITIAL,
+                    "initial = { type = \"gaussian\"; center = [0.5, 1.0, 0.25]; width = 0.1; "
+                    "amplitude = 3e38; base = 3e38; };",
+                    L_SOLVER, fl, 0),
+               ORIGIN ":6:", "initial.amplitude = 3e+38", "base + amplitude = 6e+38", range);
+    EXPECT_ERR(deck(L_MATERIAL,
+                    "material = { conductivity = 1.0; density = 1.0; specific_heat = "
+                    "1.0; };",
+                    L_X_HI, "  x_hi = { type = \"convective\"; h = 1.0; ambient = 1e300; };",
+                    L_SOLVER, fl, 0),
+               ORIGIN ":9:", "boundary.x_hi.ambient = 1e+300", range);
+
+    /* In range, or in double precision: accepted. */
+    heat_case c;
+    load_ok(deck(L_X_LO, "  x_lo = { type = \"dirichlet\"; value = 3.4028234663852886e38; };",
+                 L_INITIAL, "initial = { type = \"constant\"; value = -3e38; };", L_SOLVER, fl, 0),
+            NULL, 0, &c, NULL, NULL);
+    load_ok(deck(L_INITIAL,
+                 "initial = { type = \"gaussian\"; center = [0.5, 1.0, 0.25]; width = 0.1; "
+                 "amplitude = -3e38; base = 3e38; };",
+                 L_SOLVER, fl, 0),
+            NULL, 0, &c, NULL, NULL);
+    load_ok(deck(L_X_LO, "  x_lo = { type = \"dirichlet\"; value = 1e39; };", L_INITIAL,
+                 "initial = { type = \"constant\"; value = 1e308; };", 0),
+            NULL, 0, &c, NULL, NULL);
+    /* Values that are no temperatures (a Neumann gradient) are not held to it. */
+    load_ok(deck(L_X_HI, "  x_hi = { type = \"neumann\"; gradient = 1e39; };", L_SOLVER, fl, 0),
+            NULL, 0, &c, NULL, NULL);
+}
+
 static void test_periodic_pairs(void **state)
 {
     (void)state;
@@ -740,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_grid_length_and_origin),
         cmocka_unit_test(test_material_ranges),
         cmocka_unit_test(test_time_ranges),
+        cmocka_unit_test(test_time_end_step_limit),
         cmocka_unit_test(test_time_accepted),
         cmocka_unit_test(test_steady_ranges),
         cmocka_unit_test(test_output_ranges),
@@ -748,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_initial_type_and_keys),
         cmocka_unit_test(test_initial_file),
         cmocka_unit_test(test_boundary_types),
+        cmocka_unit_test(test_float_range),
         cmocka_unit_test(test_periodic_pairs),
         cmocka_unit_test(test_2d_z_faces),
     };
