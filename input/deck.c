@@ -33,6 +33,20 @@ static int finish(config_t *cfg, const char *origin, const char *const *sets, in
     return HEAT_OK;
 }
 
+/* What libconfig's terse messages mean, where one helps. */
+static const char *parse_hint(const char *what)
+{
+    if (!what) return "";
+    if (strstr(what, "duplicate setting"))
+        return " (a key given twice in one group; the second is on this line)";
+    if (strstr(what, "mismatched element type"))
+        return " (an array's elements are all of one type: write 1.0, not 1, beside numbers with "
+               "a decimal point)";
+    if (strstr(what, "syntax error"))
+        return " (on this line or just before it: a missing ';', '=', quote or closing bracket?)";
+    return "";
+}
+
 /* Parses deck text (its integers widened first, deck_ints.c) into cfg;
  * `dir` is where @include looks (NULL: the working directory). */
 static int parse_text(config_t *cfg, const char *text, const char *origin, const char *dir,
@@ -40,7 +54,7 @@ static int parse_text(config_t *cfg, const char *text, const char *origin, const
 {
     char *wide = NULL;
     int rc = heat_deck_widen_ints(text, &wide, origin, err);
-    if (!rc) rc = heat_deck_check_includes(text, dir, 0, err);
+    if (!rc) rc = heat_deck_check_includes(text, origin, dir, 0, err);
     if (rc) {
         free(wide);
         return rc;
@@ -48,8 +62,19 @@ static int parse_text(config_t *cfg, const char *text, const char *origin, const
     if (dir) config_set_include_dir(cfg, dir);
     if (config_read_string(cfg, wide) != CONFIG_TRUE) {
         const char *file = config_error_file(cfg);
-        rc = heat_error_set(err, HEAT_EINPUT, "%s:%d: %s", file ? file : origin,
-                            config_error_line(cfg), config_error_text(cfg));
+        const int line = config_error_line(cfg);
+        rc = heat_error_set(err, HEAT_EINPUT, "%s:%d: %s%s", file ? file : origin, line,
+                            config_error_text(cfg), parse_hint(config_error_text(cfg)));
+        /* the line itself: libconfig names neither the key nor the value */
+        char *inc = file ? heat_deck_read_text(file, NULL) : NULL;
+        const char *src = file ? inc : text;
+        for (int l = 1; src && *src && l < line; src++)
+            if (*src == '\n') l++;
+        if (src && *src && *src != '\n') {
+            const int len = (int)strcspn(src, "\r\n");
+            heat_error_append(err, HEAT_EINPUT, "    %.*s", len, src);
+        }
+        free(inc);
     }
     free(wide);
     return rc;

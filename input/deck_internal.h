@@ -122,10 +122,12 @@ void heat_deck_validate(vctx *v, const config_t *cfg, heat_case *c);
  * HEAT_EINPUT ("origin:line: ...") for a hexadecimal literal beyond 64 bits. */
 int heat_deck_widen_ints(const char *text, char **out, const char *origin, heat_error *err);
 
-/* Checks the files that `text` includes (@include "file", relative to `dir`,
- * recursively) for integer literals libconfig 1.5 would wrap: HEAT_EINPUT
- * naming the file, line and literal. */
-int heat_deck_check_includes(const char *text, const char *dir, int depth, heat_error *err);
+/* Checks the files that `text` (from `origin`) includes (@include "file",
+ * relative to `dir`, recursively): HEAT_EINPUT naming the file and line of
+ * a directive whose file cannot be read, or of an integer literal that
+ * libconfig 1.5 would wrap. */
+int heat_deck_check_includes(const char *text, const char *origin, const char *dir, int depth,
+                             heat_error *err);
 
 /* The whole text of a deck file (malloc'd), or NULL with HEAT_EINPUT in err
  * (err may be NULL): missing, unreadable, not text, over 64 MiB. */

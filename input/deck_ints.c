@@ -183,16 +183,41 @@ int heat_deck_widen_ints(const char *text, char **out, const char *origin, heat_
 /* The `@include "file"` directives of `text`, each checked (recursively, as
  * libconfig reads them, relative to `dir`) for literals that libconfig 1.5
  * would wrap. */
-int heat_deck_check_includes(const char *text, const char *dir, int depth, heat_error *err)
+/* The line of `text` that `at` lies on, counted from 1, and whether only
+ * blanks come before `at` on it (where libconfig takes a directive). */
+static int line_of(const char *text, const char *at, int *first)
+{
+    int line = 1;
+    const char *start = text;
+    for (const char *p = text; p < at; p++)
+        if (*p == '\n') line++, start = p + 1;
+    *first = 1;
+    for (const char *p = start; p < at; p++)
+        if (*p != ' ' && *p != '\t') *first = 0;
+    return line;
+}
+
+int heat_deck_check_includes(const char *text, const char *origin, const char *dir, int depth,
+                             heat_error *err)
 {
     for (const char *p = text; (p = strstr(p, "@include")); p += 8) {
         const char *q = strchr(p, '"'), *e = q ? strchr(q + 1, '"') : NULL;
         if (!q || !e || depth > 10) continue; /* libconfig reports it */
+        int first;
+        const int line = line_of(text, p, &first);
         char path[HEAT_PATH_MAX];
         snprintf(path, sizeof path, "%s%s%.*s", q[1] == '/' || !dir ? "" : dir,
                  q[1] == '/' || !dir ? "" : "/", (int)(e - q - 1), q + 1);
-        char *inc = heat_deck_read_text(path, NULL);
-        if (!inc) continue; /* libconfig reports a missing file */
+        heat_error why;
+        char *inc = heat_deck_read_text(path, &why);
+        if (!inc) {
+            /* a directive (not one in a comment or a string): libconfig would
+             * say "cannot open include file" without naming it */
+            if (first && !memchr(p, '\n', (size_t)(q - p)))
+                return heat_error_set(err, HEAT_EINPUT, "%s:%d: @include \"%.*s\": %s", origin,
+                                      line, (int)(e - q - 1), q + 1, why.msg);
+            continue;
+        }
         scan s = {.p = inc, .line = 1};
         scan_text(&s);
         int rc = HEAT_OK;
@@ -202,7 +227,7 @@ int heat_deck_check_includes(const char *text, const char *dir, int depth, heat_
                                 "write it with the L suffix (%.*sL), or with a decimal point for "
                                 "a number",
                                 path, s.bad_line, (int)s.bad_len, s.bad, (int)s.bad_len, s.bad);
-        if (!rc) rc = heat_deck_check_includes(inc, dir, depth + 1, err);
+        if (!rc) rc = heat_deck_check_includes(inc, path, dir, depth + 1, err);
         free(inc);
         if (rc) return rc;
     }

@@ -94,12 +94,23 @@ static void test_several_errors_together(void **state)
 static void test_syntax_errors(void **state)
 {
     (void)state;
-    /* In memory: origin:line: message. */
-    EXPECT_ERR(deck(L_MATERIAL, "material = { diffusivity = = 1.0e-4; };", 0), ORIGIN ":3: ");
+    /* In memory: origin:line: message, what it likely means, and the line
+     * itself (libconfig names neither key nor value). */
+    EXPECT_ERRS(2, deck(L_MATERIAL, "material = { diffusivity = = 1.0e-4; };", 0),
+                ORIGIN ":3: syntax error (on this line or just before it",
+                "\n    material = { diffusivity = = 1.0e-4; };");
+    /* at the end of the text: no line to show */
     EXPECT_ERR(deck(L_INITIAL, "initial = { type = \"constant\"; value = 20.0; ", 0), ORIGIN ":");
     /* libconfig arrays hold one type. */
-    EXPECT_ERR(deck(L_GRID, "grid = { points = [16, 12.0, 10]; length = [1.0, 2.0, 0.5]; };", 0),
-               ORIGIN ":2: ");
+    EXPECT_ERRS(2,
+                deck(L_GRID, "grid = { points = [16, 12.0, 10]; length = [1.0, 2.0, 0.5]; };", 0),
+                ORIGIN ":2: mismatched element type in array (an array's elements are all of one "
+                       "type: write 1.0, not 1,",
+                "\n    grid = { points = [16, 12.0, 10]; length = [1.0, 2.0, 0.5]; };");
+    /* a key given twice: the line names it */
+    EXPECT_ERRS(2, deck(L_TIME, "time = { max_steps = 20; max_steps = 30; };", 0),
+                ORIGIN ":4: duplicate setting name (a key given twice in one group",
+                "\n    time = { max_steps = 20; max_steps = 30; };");
     /* From a file: path:line: message. */
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s", test_scratch_dir("syntax"));
@@ -112,6 +123,16 @@ static void test_syntax_errors(void **state)
     char want[4300];
     snprintf(want, sizeof want, "%s:4: ", path);
     assert_has(err.msg, want);
+    /* An @include of a file that is not there: the directive's line and the
+     * file (libconfig names neither); one in a comment is no directive. */
+    snprintf(path, sizeof path, "%s/includes.cfg", dir);
+    test_write_file(path, deck(L_TIME, "time = { end = 1.0; };\n  @include \"nowhere.cfg\"", 0));
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
+    snprintf(want, sizeof want, "%s:5: @include \"nowhere.cfg\": ", path);
+    assert_has(err.msg, want);
+    assert_has(err.msg, "/nowhere.cfg: cannot open the deck: No such file or directory");
+    test_write_file(path, deck(L_TIME, "time = { end = 1.0; }; # @include \"nowhere.cfg\"", 0));
+    assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_OK);
     /* A missing deck file. */
     snprintf(path, sizeof path, "%s/absent.cfg", dir);
     assert_int_equal(heat_deck_load(path, NULL, 0, &c, NULL, NULL, &err), HEAT_EINPUT);
@@ -222,6 +243,17 @@ static void test_set_syntax_errors(void **state)
     EXPECT_SET_ERR(scalar_parent, "--set material.diffusivity.x", "'diffusivity'", "not a group");
     const char *bad_key[] = {"time.9=1"};
     EXPECT_SET_ERR(bad_key, "--set time.9", "'9'", "not a valid key");
+    /* An empty part of a key (a dot at either end, or two in a row) is an
+     * error, not merged away: time..end is not time.end. */
+    const char *doubled[] = {"time..end=3"};
+    EXPECT_SET_ERR(doubled, "--set time..end=3: the key time..end has an empty part",
+                   "--set time.end=2.0");
+    const char *leading[] = {".time.end=3"};
+    EXPECT_SET_ERR(leading, "--set .time.end=3: the key .time.end has an empty part");
+    const char *trailing[] = {"time.end.=3"};
+    EXPECT_SET_ERR(trailing, "--set time.end.=3: the key time.end. has an empty part");
+    const char *dot[] = {".=3"};
+    EXPECT_SET_ERR(dot, "--set .=3: the key . has an empty part");
     /* A value that opens a string, array, list or group, or ends with ';',
      * is libconfig syntax: when it does not parse it is an error naming the
      * key, the value and the problem, not a string. */
