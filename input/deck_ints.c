@@ -180,9 +180,6 @@ int heat_deck_widen_ints(const char *text, char **out, const char *origin, heat_
     return HEAT_OK;
 }
 
-/* The `@include "file"` directives of `text`, each checked (recursively, as
- * libconfig reads them, relative to `dir`) for literals that libconfig 1.5
- * would wrap. */
 /* The line of `text` that `at` lies on, counted from 1, and whether only
  * blanks come before `at` on it (where libconfig takes a directive). */
 static int line_of(const char *text, const char *at, int *first)
@@ -197,6 +194,9 @@ static int line_of(const char *text, const char *at, int *first)
     return line;
 }
 
+/* The `@include "file"` directives of `text`, each checked (recursively, as
+ * libconfig reads them, relative to `dir`) for a file that cannot be read
+ * and for literals that libconfig 1.5 would wrap. */
 int heat_deck_check_includes(const char *text, const char *origin, const char *dir, int depth,
                              heat_error *err)
 {
