@@ -20,6 +20,10 @@ const char heat_usage_check[] =
     "Under mpirun (or with --ranks N, for N processes) also the split of the grid over\n"
     "the ranks: each rank's box, memory and halo bytes per step; a split that does not\n"
     "fit is a deck error. Writes nothing. DECK may be '-' for the built-in default deck.\n"
+    "--set takes the forms of heat run's (-s key=value, --set=key=value); --ranks=N as well.\n"
+    "A deck valid for another build (solver.backend = \"cuda\" where this heat has no\n"
+    "CUDA) is valid, with a note that this heat would refuse to run it.\n"
+    "  --help, -h          this text\n"
     "\n"
     "exit status: 0 valid, 2 invalid\n";
 

@@ -20,7 +20,7 @@ static const char usage_main[] =
     "       heat check DECK [--set key=value]... [--ranks N]\n"
     "       heat info FILE\n"
     "       heat bench [--size NXxNYxNZ]... [--precision float|double|both] [--json FILE]\n"
-    "       heat --help | heat COMMAND --help | heat --version\n"
+    "       heat --help | heat COMMAND --help | heat --version (also: heat help, heat version)\n"
     "\n"
     "commands:\n"
     "  run     march rho c u_t = div(k grad u) + q from a deck (the built-in default deck\n"

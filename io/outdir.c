@@ -69,7 +69,8 @@ static size_t run_name_length(const char *file)
 
 int heat_outdir_is_run_file(const char *name)
 {
-    return strcmp(name, "history.csv") == 0 || run_name_length(name) > 0;
+    return strcmp(name, "history.csv") == 0 || strcmp(name, "probes.csv") == 0 ||
+           run_name_length(name) > 0;
 }
 
 int heat_outdir_is_leftover(const char *name)
@@ -78,7 +79,7 @@ int heat_outdir_is_leftover(const char *name)
     size_t n = strlen(name);
     if (n < 5 || strcmp(name + n - 4, ".tmp") != 0) return 0;
     return strstr(name, ".vtkhdf.") || strstr(name, ".xmf.") ||
-           strncmp(name, "history.csv.", 12) == 0;
+           strncmp(name, "history.csv.", 12) == 0 || strncmp(name, "probes.csv.", 11) == 0;
 }
 
 #define LOCK_NAME ".heat.lock"

@@ -59,7 +59,11 @@ static void test_help_run(void **state)
                           "0 done",
                           "1 runtime",
                           "2 bad",
-                          "3 steady run or an\nimplicit step's solve stalled",
+                          "3 steady run or an implicit\nstep's solve stalled",
+                          "without CUDA",
+                          "-s key=value, --set=key=value",
+                          "--option=value",
+                          "current batch of steps",
                           "130",
                           "143"};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) EXPECT_OUT(&r, want[k]);

@@ -186,6 +186,10 @@ static void test_overwrite_keeps_others(void **state)
     test_write_file(p, "mine\n");
     path_in(p, sizeof p, dir, "res/d_notes.vtkhdf");
     test_write_file(p, "mine\n");
+    /* an earlier run's probes.csv is the run's too: gone with it, though
+     * this run has no probes */
+    path_in(p, sizeof p, dir, "res/probes.csv");
+    test_write_file(p, "step,time,a\n0,0,1\n");
     heat(&r, dir, "run", "d.cfg", "-q", "--overwrite", "--set", "time.max_steps=2", "--set",
          "initial={type=\"file\"; path=\"res/d_00000016.vtkhdf\";}", NULL);
     expect_rc(&r, 0);
@@ -194,6 +198,7 @@ static void test_overwrite_keeps_others(void **state)
     assert_true(exists_in(dir, "res/notes.vtkhdf"));
     assert_true(exists_in(dir, "res/d_notes.vtkhdf"));
     assert_false(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
+    assert_false(exists_in(dir, "res/probes.csv"));
     assert_true(exists_in(dir, "res/d_ckpt_00000002.vtkhdf"));
     char *csv = read_in(dir, "res/history.csv");
     assert_int_equal(last_history_row(csv, NULL, NULL), 2);
