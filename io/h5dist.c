@@ -17,11 +17,13 @@
  * into place by rank 0, and every step's outcome is agreed by all ranks, so
  * that a failure anywhere leaves no file and the same error on every rank.
  */
+#include <errno.h>
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "h5file_impl.h"
@@ -165,18 +167,52 @@ static int write_box_collective(heat_h5dist *d, hid_t ds, hid_t mtype, const voi
     return rc;
 }
 
+/* Whether the file system of `tmp` has room for the file of m, uncompressed
+ * (HEAT_ERUNTIME saying how much is missing): a collective write cannot meet
+ * a full disk half-way, because HDF5 fails its collective calls on the
+ * ranks that write (rank 0 writes the metadata; creating a dataset writes
+ * its fill values) while the other ranks wait in them for ever. Checked by
+ * rank 0 before the file is made; with compression the file may come out
+ * smaller, so this may refuse a file that would have fitted, never hang.
+ * HEAT_TEST_FREE_BYTES=n makes it see n bytes free. */
+static int room_for(const char *path, const char *tmp, const heat_file_meta *m, heat_error *err)
+{
+    char dir[HEAT_PATH_MAX + HEAT_NAME_MAX + 128];
+    snprintf(dir, sizeof dir, "%s", tmp);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    struct statvfs fs;
+    if (statvfs(slash ? dir : ".", &fs) != 0) return HEAT_OK; /* the write says why */
+    const double points = (double)m->n[0] * (double)m->n[1] * (double)m->n[2];
+    const double need = points * (m->precision == HEAT_FLOAT ? 4.0 : 8.0) +
+                        (m->material ? points : 0.0) + (double)strlen(m->deck) + (256 << 10);
+    /* HEAT_TEST_FREE_BYTES: the free space the tests make believe */
+    const char *t = getenv("HEAT_TEST_FREE_BYTES");
+    const double free_b = t && *t ? atof(t) : (double)fs.f_bavail * (double)fs.f_frsize;
+    if (free_b >= need) return HEAT_OK;
+    return heat_error_set(err, HEAT_ERUNTIME,
+                          "cannot write %s: %s (the file needs up to %.3g MB, %.3g MB are free)",
+                          path, strerror(ENOSPC), need / 1e6, free_b / 1e6);
+}
+
 static int write_collective(heat_h5dist *d, const char *path, const char *tmp,
                             const heat_file_meta *m, const void *box, int compress, heat_error *err)
 {
     hid_t fapl = H5I_INVALID_HID, fid = H5I_INVALID_HID, ds = H5I_INVALID_HID,
           mds = H5I_INVALID_HID;
     const char *doing = "creating it";
-    int rc = HEAT_OK;
+    int rc = d->rank == 0 ? room_for(path, tmp, m, err) : HEAT_OK;
+    if ((rc = heat_h5dist_agree(d, rc, err))) return rc;
     if ((fapl = heat_h5_file_access()) < 0 || H5Pset_fapl_mpio(fapl, d->comm, MPI_INFO_NULL) < 0 ||
         (fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
         rc = h5_error(path, doing, err);
     if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
-    if ((ds = heat_h5_create_layout(fid, m, compress, &doing)) < 0 ||
+    doing = "writing the metadata";
+    if (heat_h5_create_meta(fid, m)) rc = h5_error(path, doing, err);
+    /* agreed before the collective creation of the datasets (h5file_impl.h) */
+    if ((rc = heat_h5dist_agree(d, rc, err))) goto out;
+    doing = "creating the field";
+    if ((ds = heat_h5_create_field(fid, m, compress)) < 0 ||
         (m->material && (doing = "creating the material index",
                          mds = heat_h5_create_material(fid, m, compress)) < 0))
         rc = h5_error(path, doing, err);

@@ -319,26 +319,41 @@ done:
     return ds;
 }
 
-hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, const char **doing)
+int heat_h5_create_meta(hid_t fid, const heat_file_meta *m)
 {
-    hid_t g = H5I_INVALID_HID, pd = H5I_INVALID_HID, ds = H5I_INVALID_HID;
-    *doing = "writing the metadata";
+    hid_t g = H5I_INVALID_HID, pd = H5I_INVALID_HID;
+    int rc = -1;
     if (put_root_attrs(fid, m) || put_deck(fid, m->deck)) goto done;
     if ((g = H5Gcreate2(fid, "VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
     if (put_vtkhdf_attrs(g, m)) goto done;
     if ((pd = H5Gcreate2(g, "PointData", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
+    rc = 0;
+done:
+    if (pd >= 0 && H5Gclose(pd) < 0) rc = -1;
+    if (g >= 0 && H5Gclose(g) < 0) rc = -1;
+    return rc;
+}
 
-    *doing = "creating the field";
+hid_t heat_h5_create_field(hid_t fid, const heat_file_meta *m, int compress)
+{
+    hid_t pd = H5Gopen2(fid, "/VTKHDF/PointData", H5P_DEFAULT);
+    if (pd < 0) return pd;
     /* A chunk that a damaged index hides reads as the fill value: NaN, which
      * no field of a run holds, so the reader notices (heat_file_read_field). */
     const double fill = NAN;
-    ds = create_point_data(pd, "temperature",
-                           m->precision == HEAT_FLOAT ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, m,
-                           compress, H5T_NATIVE_DOUBLE, &fill);
-done:
-    if (pd >= 0) H5Gclose(pd);
-    if (g >= 0) H5Gclose(g);
+    hid_t ds = create_point_data(pd, "temperature",
+                                 m->precision == HEAT_FLOAT ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, m,
+                                 compress, H5T_NATIVE_DOUBLE, &fill);
+    H5Gclose(pd);
     return ds;
+}
+
+hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, const char **doing)
+{
+    *doing = "writing the metadata";
+    if (heat_h5_create_meta(fid, m)) return H5I_INVALID_HID;
+    *doing = "creating the field";
+    return heat_h5_create_field(fid, m, compress);
 }
 
 hid_t heat_h5_create_material(hid_t fid, const heat_file_meta *m, int compress)

@@ -18,9 +18,17 @@ hid_t heat_h5_file_access(void);
 /* In the new, open file `fid`: the root attributes, the deck, /VTKHDF with
  * its attributes and the field's dataset (chunked, checksummed, deflated
  * when compress > 0), not yet written. Returns the dataset, or
- * H5I_INVALID_HID with *doing naming the step that failed. With the MPI-IO
- * driver every rank must call it with the same metadata. */
+ * H5I_INVALID_HID with *doing naming the step that failed. */
 hid_t heat_h5_create_layout(hid_t fid, const heat_file_meta *m, int compress, const char **doing);
+
+/* Its two halves: the metadata and groups (0, or -1 on failure), then the
+ * field's dataset in /VTKHDF/PointData. With the MPI-IO driver every rank
+ * calls both with the same metadata, and agrees on the first's outcome
+ * before the second: creating a dataset is collective (HDF5 allocates its
+ * chunks behind a barrier), while a failure of the first (a full disk) may
+ * show on rank 0 alone, which writes the metadata. */
+int heat_h5_create_meta(hid_t fid, const heat_file_meta *m);
+hid_t heat_h5_create_field(hid_t fid, const heat_file_meta *m, int compress);
 
 /* Creates /VTKHDF/PointData/material (unsigned bytes, the field's shape and
  * chunks, checksummed; fill value 255, which names no material) in a file

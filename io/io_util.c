@@ -91,6 +91,13 @@ static void no_exit_handler(void)
     H5dont_atexit();
 }
 
+void heat_io_h5_start(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, no_exit_handler);
+    H5open();
+}
+
 void heat_io_h5_quiet(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -26,6 +26,12 @@ int heat_io_fsync_parent(const char *path);
  * is then unchanged). */
 int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem);
 
+/* Starts HDF5 with its exit handler off (see heat_io_h5_quiet). Called
+ * before MPI_Init: a parallel HDF5 started after it ties its shutdown to
+ * MPI_Finalize, which then crashes on a file whose close failed (a full
+ * disk) as the exit handler would. */
+void heat_io_h5_start(void);
+
 /* Switches off HDF5's printing of its error stack for the calling thread
  * (the setting is per thread in thread-safe builds). */
 void heat_io_h5_quiet(void);

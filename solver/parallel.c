@@ -11,6 +11,8 @@
 
 #ifdef HEAT_HAVE_MPI
 #include <mpi.h>
+
+#include "io_util.h"
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h> /* Open MPI: MPIX_Query_cuda_support */
 #endif
@@ -66,6 +68,7 @@ int heat_par_init(int *argc, char ***argv)
     const int want =
         level && strcmp(level, "funneled") == 0 ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
     int provided = 0;
+    heat_io_h5_start(); /* before MPI: see io_util.h */
     if (MPI_Init_thread(argc, argv, want, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "heat: MPI_Init_thread failed\n");
         return 1;

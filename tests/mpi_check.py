@@ -154,8 +154,8 @@ class Env:
             "OMPI_MCA_mpi_yield_when_idle": "1",
             "OMP_NUM_THREADS": "1",
         })
-        for k in ("HEAT_TEST_FAIL_WRITE", "HEAT_TEST_FAIL_RANK", "HEAT_MPI",
-                  "HEAT_TEST_GPU_VIEWS"):
+        for k in ("HEAT_TEST_FAIL_WRITE", "HEAT_TEST_FAIL_RANK", "HEAT_TEST_FREE_BYTES",
+                  "HEAT_MPI", "HEAT_TEST_GPU_VIEWS"):
             env.pop(k, None)
         self.env = env
         self.max_np = a.max_np
@@ -444,6 +444,23 @@ def test_fail(env):
             raise Failure("fail (%s): the failed checkpoint exists: %s" % (io, files))
         log("write error injected on rank 1 (%s files): every rank exit 1, '%s'"
             % (io, msgs[0]))
+        if io != "collective":
+            continue
+        # A full disk: HDF5 fails its collective calls on the ranks that
+        # write and leaves the others waiting, so the space is checked first.
+        out = fresh(env, "fl_full")
+        e = dict(env.env)
+        e.update({"HEAT_TEST_FREE_BYTES": "1000"})
+        text = env.run(3, deck, out, ["parallel.io=\"collective\"", "parallel.ranks=[1,3,1]"],
+                       expect=1, env=e)
+        msgs = [l for l in text.splitlines() if l.startswith("heat: ")]
+        if len(msgs) != 1 or "No space left on device (the file needs up to" not in msgs[0]:
+            raise Failure("fail (full disk): expected one message saying the space is short, "
+                          "got:\n%s" % text)
+        files = sorted(os.listdir(os.path.join(env.work, out)))
+        if any(n.endswith(".tmp") or n.endswith(".vtkhdf") for n in files):
+            raise Failure("fail (full disk): no file should be left: %s" % files)
+        log("a disk too full for a collective file: every rank exit 1, '%s'" % msgs[0])
 
 
 def test_badsplit(env):
