@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "backend.h"
 #include "cli.h"
@@ -16,7 +17,8 @@ const char heat_usage_check[] =
     "\n"
     "Validates the deck (every key, with file:line of each problem) and prints what the\n"
     "run would do: grid and spacing, r = alpha*dt/h^2 per axis, dt and the stability\n"
-    "limit dt_max, steps to the end, memory on the device, and the output volume.\n"
+    "limit dt_max, steps to the end, memory on the device, and the output volume (with a\n"
+    "note where it is more than the free space of output.dir's file system).\n"
     "Under mpirun (or with --ranks N, for N processes) also the split of the grid over\n"
     "the ranks: each rank's box, memory and halo bytes per step; a split that does not\n"
     "fit is a deck error. Writes nothing. DECK may be '-' for the built-in default deck.\n"
@@ -149,6 +151,29 @@ static void print_run(const heat_case *c)
            heat_kernel_name(c->solver.kernel), c->solver.temporal_block, fusion);
 }
 
+/* The free bytes of the file system where `dir` is or would be made (its
+ * nearest existing ancestor), or -1 when that cannot be told. */
+static double free_space(const char *dir)
+{
+    char p[HEAT_PATH_MAX];
+    snprintf(p, sizeof p, "%s", dir[0] ? dir : ".");
+    struct statvfs fs;
+    while (statvfs(p, &fs) != 0) {
+        char *slash = strrchr(p, '/');
+        if (!slash) {
+            if (strcmp(p, ".") == 0) return -1;
+            snprintf(p, sizeof p, ".");
+        } else if (slash == p) {
+            p[1] = '\0';
+            if (statvfs(p, &fs) != 0) return -1;
+            break;
+        } else {
+            *slash = '\0';
+        }
+    }
+    return (double)fs.f_bavail * (double)fs.f_frsize;
+}
+
 /* Memory, the output volume, checkpoints and the files. */
 static void print_output(const heat_case *c)
 {
@@ -185,6 +210,16 @@ static void print_output(const heat_case *c)
         heat_cli_human_bytes(b3, sizeof b3, (double)c->output.keep_checkpoints * field);
         printf("output          %s: %lld snapshots of %s = %s, up to %lld checkpoints = %s\n",
                c->output.dir, (long long)snaps, b1, b2, (long long)c->output.keep_checkpoints, b3);
+        /* a checkpoint is written before the oldest kept one goes */
+        const double total = ((double)snaps + (double)c->output.keep_checkpoints + 1) * field;
+        const double free_b = free_space(c->output.dir);
+        if (free_b >= 0 && total > free_b) {
+            heat_cli_human_bytes(b2, sizeof b2, total);
+            heat_cli_human_bytes(b3, sizeof b3, free_b);
+            printf("note            the output, up to %s%s, is more than the %s free where %s "
+                   "would lie: the run would fail part-way with a full disk\n",
+                   b2, c->output.compress ? " before compression" : "", b3, c->output.dir);
+        }
     } else {
         printf("output          %s: %s per snapshot (%s), count set by when steady state comes\n",
                c->output.dir, b1,

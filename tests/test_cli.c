@@ -195,6 +195,7 @@ static void test_check_prints_derived_numbers(void **state)
     EXPECT_OUT(&r, "t = 0.01 at step 16");
     EXPECT_OUT(&r, "memory          64 KiB on the device");
     EXPECT_OUT(&r, "output          res: 2 snapshots of 32 KiB");
+    EXPECT_NOT_OUT(&r, "would fail part-way with a full disk");
     assert_string_equal(r.err, "");
     result_free(&r);
     /* check writes nothing */
@@ -610,6 +611,14 @@ static void test_set_overrides(void **state)
     expect_rc(&r, 0);
     EXPECT_OUT(&r, "precision float");
     EXPECT_OUT(&r, "32 KiB on the device");
+    result_free(&r);
+
+    /* an output more than any disk holds (petabytes): said, still valid */
+    heat(&r, dir, "check", "d.cfg", "--set", "grid.points=[4096,4096,4096]", "--set",
+         "time.max_steps=100000", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "note            the output, up to ");
+    EXPECT_OUT(&r, "free where res would lie: the run would fail part-way with a full disk");
     result_free(&r);
 
     /* memory as the backend holds the field: on the GPU rows of 15 floats
