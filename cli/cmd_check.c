@@ -2,11 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "backend.h"
 #include "cli.h"
 #include "initial.h"
+#include "io_util.h"
 #include "materials.h"
 #include "mg.h"
 #include "output.h"
@@ -151,29 +151,6 @@ static void print_run(const heat_case *c)
            heat_kernel_name(c->solver.kernel), c->solver.temporal_block, fusion);
 }
 
-/* The free bytes of the file system where `dir` is or would be made (its
- * nearest existing ancestor), or -1 when that cannot be told. */
-static double free_space(const char *dir)
-{
-    char p[HEAT_PATH_MAX];
-    snprintf(p, sizeof p, "%s", dir[0] ? dir : ".");
-    struct statvfs fs;
-    while (statvfs(p, &fs) != 0) {
-        char *slash = strrchr(p, '/');
-        if (!slash) {
-            if (strcmp(p, ".") == 0) return -1;
-            snprintf(p, sizeof p, ".");
-        } else if (slash == p) {
-            p[1] = '\0';
-            if (statvfs(p, &fs) != 0) return -1;
-            break;
-        } else {
-            *slash = '\0';
-        }
-    }
-    return (double)fs.f_bavail * (double)fs.f_frsize;
-}
-
 /* Memory, the output volume, checkpoints and the files. */
 static void print_output(const heat_case *c)
 {
@@ -212,7 +189,7 @@ static void print_output(const heat_case *c)
                c->output.dir, (long long)snaps, b1, b2, (long long)c->output.keep_checkpoints, b3);
         /* a checkpoint is written before the oldest kept one goes */
         const double total = ((double)snaps + (double)c->output.keep_checkpoints + 1) * field;
-        const double free_b = free_space(c->output.dir);
+        const double free_b = heat_io_free_bytes(c->output.dir);
         if (free_b >= 0 && total > free_b) {
             heat_cli_human_bytes(b2, sizeof b2, total);
             heat_cli_human_bytes(b3, sizeof b3, free_b);

@@ -683,14 +683,13 @@ int heat_file_read_meta(const char *path, heat_file_meta *m, heat_error *err)
     if (access(path, R_OK) != 0)
         return heat_error_set(err, HEAT_EINPUT, "cannot read the file: %s", strerror(errno));
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return heat_error_set(err, HEAT_EINPUT,
-                              "is a directory, not a heat snapshot or checkpoint file");
     /* HDF5 seeks: a pipe or device would block or fail deep inside it */
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return heat_error_set(err, HEAT_EINPUT,
-                              "is not a regular file (a pipe or a device), so not a heat "
-                              "snapshot or checkpoint file");
+        return heat_error_set(err, HEAT_EINPUT, "%s",
+                              S_ISDIR(st.st_mode)
+                                  ? "is a directory, not a heat snapshot or checkpoint file"
+                                  : "is not a regular file (a pipe or a device), so not a heat "
+                                    "snapshot or checkpoint file");
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
         return heat_error_set(err, HEAT_EINPUT,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "h5file.h"
@@ -89,6 +90,29 @@ int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem)
 static void no_exit_handler(void)
 {
     H5dont_atexit();
+}
+
+double heat_io_free_bytes(const char *dir)
+{
+    const char *t = getenv("HEAT_TEST_FREE_BYTES");
+    if (t && *t) return atof(t);
+    char p[HEAT_PATH_MAX];
+    snprintf(p, sizeof p, "%s", dir[0] ? dir : ".");
+    struct statvfs fs;
+    while (statvfs(p, &fs) != 0) {
+        char *slash = strrchr(p, '/');
+        if (!slash) {
+            if (strcmp(p, ".") == 0) return -1;
+            snprintf(p, sizeof p, ".");
+        } else if (slash == p) {
+            p[1] = '\0';
+            if (statvfs(p, &fs) != 0) return -1;
+            break;
+        } else {
+            *slash = '\0';
+        }
+    }
+    return (double)fs.f_bavail * (double)fs.f_frsize;
 }
 
 void heat_io_h5_start(void)

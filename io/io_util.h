@@ -26,6 +26,11 @@ int heat_io_fsync_parent(const char *path);
  * is then unchanged). */
 int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem);
 
+/* The free bytes of the file system where `dir` is or would be made (its
+ * nearest existing ancestor), or -1 when that cannot be told.
+ * HEAT_TEST_FREE_BYTES=n in the environment makes it n, for the tests. */
+double heat_io_free_bytes(const char *dir);
+
 /* Starts HDF5 with its exit handler off (see heat_io_h5_quiet). Called
  * before MPI_Init: a parallel HDF5 started after it ties its shutdown to
  * MPI_Finalize, which then crashes on a file whose close failed (a full
