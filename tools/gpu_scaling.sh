@@ -48,7 +48,9 @@
 # HEAT_SCALING_RANKS (default 1 2 4 8 up to the GPUs that nvidia-smi -L
 # lists), HEAT_SCALING_BUILD (an existing build directory: no build step),
 # HEAT_SCALING_PRECISIONS (weak scaling's, default "float double"),
-# HEAT_SCALING_STEPS (steps of a weak or strong run, default 1000).
+# HEAT_SCALING_STEPS (steps of a weak or strong run, default 1000),
+# HEAT_SCALING_PYTHON (a Python 3 with h5py and numpy for the correct step,
+# default python3).
 # Libraries that the machine lacks are taken from .device-deps/env.sh when it
 # exists. HEAT_SCALING_DRYRUN=1 tries the script without a GPU: the CPU
 # backend, 32^3 points per rank (64^3 for strong), ranks 1 and 2, transport
@@ -89,7 +91,7 @@ status=0
 summary=$out/summary.txt
 csv=$out/scaling.csv
 touch "$summary"
-py=$(command -v python3)
+py=${HEAT_SCALING_PYTHON:-$(command -v python3)}
 
 has() { [[ " $steps " == *" $1 "* ]]; }
 say() { printf '\n== %s\n' "$*"; }
@@ -206,7 +208,9 @@ print("equal: %d files and history.csv" % len(files))
 EOF
 }
 
-if has correct; then
+if has correct && ! "$py" -c 'import h5py, numpy' 2>/dev/null; then
+  record "correct: $py lacks h5py or numpy (set HEAT_SCALING_PYTHON)" FAIL
+elif has correct; then
   say "correct: tests/mpi_check.py splits, $backend backend"
   maxnp=${ranks_all[-1]}
   log=$out/mpi_check_splits.log
