@@ -960,6 +960,12 @@ static int choose_transport(part_state *s, int shared, FILE *notices, heat_error
             fprintf(notices, "notice: parallel.transport = \"auto\": %s; halos go over MPI\n",
                     e.msg);
     }
+    if (want == HEAT_TRANSPORT_AUTO && !heat_nccl_available() && !shared && heat_halo_any(&p) &&
+        notices)
+        fprintf(notices,
+                "notice: this heat was built without NCCL: halos between the GPUs go over MPI, "
+                "which ran 2 to 6 times slower than NCCL on 2 and 4 H200s (docs/PERFORMANCE.md, "
+                "\"Several GPUs\"); build with NCCL where every rank has a GPU\n");
     if (s->comm.gpu_aware && !shared && verify_gpu_mpi(s)) {
         s->xp = XP_DEVICE;
         snprintf(s->st.transport, sizeof s->st.transport, "mpi, GPU memory (CUDA-aware MPI)");
