@@ -28,14 +28,24 @@ static void v_physical(vctx *v, const config_setting_t *g, heat_material *m)
     positive(v, g, "specific_heat", 1, &m->cp, "specific heat (J/(kg K))");
 }
 
+/* Whether a name holds a control character (a tab, a carriage return...),
+ * which would break the lines of heat check, heat info and probes.csv. */
+static int has_control(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+    return 0;
+}
+
 /* The name of material group g into m (1 to HEAT_MATERIAL_NAME - 1
  * characters); 1 when it is given and fits. */
 static int v_material_name(vctx *v, const config_setting_t *g, int required, heat_material *m)
 {
     const char *name;
     if (heat_deck_get_string(v, g, "name", required, &name) != 1) return 0;
-    if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME) {
-        heat_deck_bad(v, MEMBER(g, "name"), "expected 1 to %d characters", HEAT_MATERIAL_NAME - 1);
+    if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME || has_control(name)) {
+        heat_deck_bad(v, MEMBER(g, "name"), "expected 1 to %d characters, no control character",
+                      HEAT_MATERIAL_NAME - 1);
         return 0;
     }
     snprintf(m->name, sizeof m->name, "%s", name);
@@ -363,11 +373,18 @@ void heat_deck_v_probes(vctx *v, const config_setting_t *root, heat_case *c)
         heat_deck_check_keys(v, g, keys, "in a probe");
         const char *name;
         if (heat_deck_get_string(v, g, "name", 1, &name) == 1) {
-            if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME || strpbrk(name, ",\"\n"))
+            if (!name[0] || strlen(name) >= HEAT_MATERIAL_NAME || strpbrk(name, ",\"") ||
+                has_control(name))
                 heat_deck_bad(v, MEMBER(g, "name"),
-                              "expected 1 to %d characters, no comma, quote or newline (it heads "
-                              "a column of probes.csv)",
+                              "expected 1 to %d characters, no comma, quote or control character "
+                              "such as a newline or tab (it heads a column of probes.csv)",
                               HEAT_MATERIAL_NAME - 1);
+            for (int j = 0; j < i; j++)
+                if (!strcmp(c->probes.p[j].name, name))
+                    heat_deck_bad(v, MEMBER(g, "name"),
+                                  "probes[%d] has this name already: each heads its own column "
+                                  "of probes.csv, so names must differ",
+                                  j);
             snprintf(p->name, sizeof p->name, "%s", name);
         }
         if (heat_deck_get_triple(v, g, "at", 1, p->at, "[x, y, z], three numbers") != 1) continue;

@@ -68,6 +68,10 @@ void heat_deck_sb_quoted(strbuf *b, const char *s)
             heat_deck_sb_printf(b, "\\n");
         else if (*s == '\t')
             heat_deck_sb_printf(b, "\\t");
+        else if (*s == '\r')
+            heat_deck_sb_printf(b, "\\r");
+        else if ((unsigned char)*s < 0x20 || *s == 0x7f) /* libconfig reads \xNN back */
+            heat_deck_sb_printf(b, "\\x%02x", (unsigned)(unsigned char)*s);
         else
             heat_deck_sb_printf(b, "%c", *s);
     }

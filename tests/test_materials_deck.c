@@ -112,6 +112,8 @@ static void test_material_bad_values(void **state)
     BAD(mdeck(M_MATERIALS,
               "material = { name = \"abcdefghijklmnopqrstuvwxyz012345\"; diffusivity = 1.0; };", 0),
         "material.name = \"abcdefghijklmnopqrstuvwxyz012345\"", "expected 1 to 31 characters");
+    BAD(mdeck(M_MATERIALS, "material = { name = \"a\\tb\"; diffusivity = 1.0; };", 0),
+        "material.name = ", "expected 1 to 31 characters, no control character");
     BAD(mdeck(M_MATERIALS, "material = { name = 7; diffusivity = 1.0; };", 0), "material.name = 7",
         "expected a string");
     heat_case c;
@@ -469,14 +471,21 @@ static void test_probes(void **state)
     (void)state;
     BAD(mdeck(M_PROBES, "probes = ( { at = [0.5, 0.5, 0.5]; } );", 0),
         ORIGIN ":5: missing key probes[0].name");
-    const char *names[] = {"\"\"", "\"a,b\"", "\"a\\\"b\"", "\"abcdefghijklmnopqrstuvwxyz012345\""};
-    for (int i = 0; i < 4; i++) {
+    const char *names[] = {
+        "\"\"",      "\"a,b\"",   "\"a\\\"b\"", "\"abcdefghijklmnopqrstuvwxyz012345\"",
+        "\"a\\rb\"", "\"a\\tb\"", "\"a\\nb\""};
+    for (int i = 0; i < 7; i++) {
         char text[256], key[128];
         snprintf(text, sizeof text, "probes = ( { name = %s; at = [0.5, 0.5, 0.5]; } );", names[i]);
         snprintf(key, sizeof key, "probes[0].name = %s", names[i]);
         BAD(mdeck(M_PROBES, text, 0), ORIGIN ":5:", key,
-            "expected 1 to 31 characters, no comma, quote or newline", "probes.csv");
+            "expected 1 to 31 characters, no comma, quote or control character", "probes.csv");
     }
+    BAD(mdeck(M_PROBES,
+              "probes = ( { name = \"p\"; at = [0.5, 0.5, 0.5]; }, { name = \"q\"; at = [0.1, 0.5, "
+              "0.5]; }, { name = \"p\"; at = [0.2, 0.5, 0.5]; } );",
+              0),
+        ORIGIN ":5: probes[2].name = \"p\"", "probes[0] has this name already");
     BAD(mdeck(M_PROBES, "probes = ( { name = \"p\"; } );", 0), "missing key probes[0].at");
     BAD(mdeck(M_PROBES, "probes = ( { name = \"p\"; at = [0.5, 0.5]; } );", 0),
         "probes[0].at = [0.5, 0.5]", "expected [x, y, z], three numbers");
