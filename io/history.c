@@ -111,3 +111,60 @@ int heat_probes_open(const char *path, const char *header, int resume, int64_t s
 {
     return csv_open(path, header, resume, start_step, keep_probe_row, f, err);
 }
+
+/* The first line of `path` without its newline (malloc'd), or NULL with
+ * *missing set when there is no such file. */
+static char *first_line(const char *path, int *missing, heat_error *err)
+{
+    *missing = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT) {
+            *missing = 1;
+            return NULL;
+        }
+        heat_error_set(err, HEAT_ERUNTIME, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    if (getline(&line, &cap, f) < 0) {
+        free(line);
+        line = strdup("");
+    }
+    fclose(f);
+    if (!line) {
+        heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+        return NULL;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    return line;
+}
+
+int heat_probes_check_resume(const char *path, const char *header, heat_error *err)
+{
+    if (!header) return HEAT_OK;
+    int missing;
+    char *have = first_line(path, &missing, err);
+    if (!have) return missing ? HEAT_OK : HEAT_ERUNTIME;
+    int rc = HEAT_OK;
+    if (strcmp(have, header) != 0)
+        rc = heat_error_set(err, HEAT_EINPUT,
+                            "probes differ from the run's: %s has the columns \"%s\", the deck "
+                            "gives \"%s\"; a restart keeps the probes of its run (their rows "
+                            "hold their values): give the same probes, or move %s out of "
+                            "output.dir to start a new one from the restart step",
+                            path, have, header, path);
+    free(have);
+    return rc;
+}
+
+int heat_probes_trim(const char *path, int64_t start_step, heat_error *err)
+{
+    int missing;
+    char *have = first_line(path, &missing, err);
+    if (!have) return missing ? HEAT_OK : HEAT_ERUNTIME;
+    int rc = truncate_csv(path, have, start_step, keep_probe_row, err);
+    free(have);
+    return rc;
+}

@@ -211,13 +211,13 @@ static int prepare_dir(const heat_case *c, heat_output_mode mode, FILE *notices,
     return rc;
 }
 
-/* probes.csv with its header: each probe's name and the node it reads. */
-static int open_probes(heat_output *o, int resume, int64_t start_step, heat_error *err)
+/* probes.csv's header: each probe's name and the node it reads (malloc'd;
+ * NULL when out of memory). */
+static char *probes_header(const heat_case *c)
 {
-    const heat_case *c = o->c;
     size_t cap = 32 + (size_t)c->probes.count * (HEAT_MATERIAL_NAME + 80), len = 0;
     char *header = malloc(cap);
-    if (!header) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    if (!header) return NULL;
     len += (size_t)snprintf(header, cap, "step,time");
     for (int i = 0; i < c->probes.count; i++) {
         const heat_probe *p = &c->probes.p[i];
@@ -225,6 +225,29 @@ static int open_probes(heat_output *o, int resume, int64_t start_step, heat_erro
             (size_t)snprintf(header + len, cap - len, ",%s (node %lld %lld %lld)", p->name,
                              (long long)p->node[0], (long long)p->node[1], (long long)p->node[2]);
     }
+    return header;
+}
+
+/* probes.csv on a restart, before anything is written: the deck's probes
+ * must be the file's (a deck without probes keeps the file as it is). */
+static int check_probes(heat_output *o, heat_error *err)
+{
+    if (o->c->probes.count == 0) return HEAT_OK;
+    char *header = probes_header(o->c);
+    if (!header) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    int rc = heat_probes_check_resume(o->probes_path, header, err);
+    free(header);
+    return rc;
+}
+
+/* probes.csv for the run's rows; on a restart of a deck without probes,
+ * the earlier file without the rows of the interrupted run's future. */
+static int open_probes(heat_output *o, int resume, int64_t start_step, heat_error *err)
+{
+    if (o->c->probes.count == 0)
+        return resume ? heat_probes_trim(o->probes_path, start_step, err) : HEAT_OK;
+    char *header = probes_header(o->c);
+    if (!header) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     int rc = heat_probes_open(o->probes_path, header, resume, start_step, &o->probes, err);
     free(header);
     return rc;
@@ -267,10 +290,12 @@ int heat_output_open(const heat_case *c, const heat_output_options *opt, heat_ou
     if (!o->deck)
         rc = heat_error_set(err, HEAT_ERUNTIME, "out of memory");
     else if (resume && !follower)
+        rc = check_probes(o, err);
+    if (!rc && resume && !follower)
         rc = heat_index_resume(&o->index, o->dir, opt->start_step, opt->notices, err);
     if (!rc && !follower)
         rc = heat_history_open(o->history_path, resume, opt->start_step, &o->history, err);
-    if (!rc && !follower && c->probes.count > 0) rc = open_probes(o, resume, opt->start_step, err);
+    if (!rc && !follower) rc = open_probes(o, resume, opt->start_step, err);
     /* A run killed between writing a checkpoint and removing the oldest
      * leaves one too many: the kept number holds from the start. */
     if (!rc && resume && !follower)

@@ -68,6 +68,17 @@ int heat_history_open(const char *path, int resume, int64_t start_step, FILE **f
 int heat_probes_open(const char *path, const char *header, int resume, int64_t start_step, FILE **f,
                      heat_error *err);
 
+/* On a restart, before anything is written: probes.csv at `path`, where
+ * there is one, must have the columns `header` (the deck's probes; NULL for
+ * a deck without probes, which keeps the file and its columns): HEAT_EINPUT
+ * naming both otherwise, since its rows hold the values of its columns'
+ * probes. */
+int heat_probes_check_resume(const char *path, const char *header, heat_error *err);
+
+/* A restart of a deck without probes: probes.csv, where there is one, loses
+ * its rows after start_step as history.csv does (its columns kept). */
+int heat_probes_trim(const char *path, int64_t start_step, heat_error *err);
+
 /* ---- the index's entries (index.c) ---- */
 
 typedef struct heat_index {

@@ -727,6 +727,53 @@ static void test_restart_keeps_materials(void **state)
     }
 }
 
+/* A restart keeps the run's probes: other probes are refused before
+ * anything is written (probes.csv's rows hold the values of its columns'
+ * probes); a deck without probes keeps the file's columns and drops the
+ * rows of the interrupted run's future, as history.csv does. */
+static void test_restart_keeps_probes(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "mat_restart_probes");
+    write_in(dir, "p.cfg",
+             mdeck(M_PROBES,
+                   "probes = ( { name = \"hot\"; at = [0.01, 0.52, 0.48]; }, { name = \"mid\"; at "
+                   "= [0.5, 0.5, 0.5]; } );",
+                   M_TIME,
+                   "time = { max_steps = 6; }; steady = { tolerance = 1e-12; check_every = 2; };",
+                   M_OUTPUT, "output = { dir = \"res\"; checkpoint_every = 2; };", M_X_LO,
+                   "  x_lo = { type = \"dirichlet\"; value = 100.0; };", 0));
+    result r;
+    heat(&r, dir, "run", "p.cfg", "--quiet", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    char *before = read_in(dir, "res/probes.csv");
+    starts_with(before, "step,time,hot (node 0 5 5),mid (node 5 5 5)\n");
+    csv_row(before, 6);
+    heat(&r, dir, "run", "p.cfg", "--restart", "res/p_ckpt_00000004.vtkhdf", "--set",
+         "probes=({name=\"mid\";at=[0.5,0.5,0.5];})", "--quiet", NULL);
+    expect_rc(&r, 2);
+    STDERR_HAS(&r,
+               "probes differ from the run's: res/probes.csv has the columns \"step,time,hot "
+               "(node 0 5 5),mid (node 5 5 5)\", the deck gives \"step,time,mid (node 5 5 5)\"");
+    STDERR_HAS(&r, "move res/probes.csv out of output.dir");
+    result_free(&r);
+    char *same = read_in(dir, "res/probes.csv");
+    assert_string_equal(same, before);
+    heat(&r, dir, "run", "p.cfg", "--restart", "res/p_ckpt_00000004.vtkhdf", "--set", "probes=()",
+         "--set", "time.max_steps=5", "--quiet", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    char *after = read_in(dir, "res/probes.csv");
+    starts_with(after, "step,time,hot (node 0 5 5),mid (node 5 5 5)\n");
+    assert_string_equal(strchr(csv_row(after, 4), '\n') + 1, "");
+    assert_true(strncmp(after, before, strlen(after)) == 0);
+    free(before);
+    free(same);
+    free(after);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -742,6 +789,7 @@ int main(void)
         cmocka_unit_test(test_material_file_2d),
         cmocka_unit_test(test_run_probes_and_history),
         cmocka_unit_test(test_restart_keeps_materials),
+        cmocka_unit_test(test_restart_keeps_probes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
