@@ -277,11 +277,39 @@ int heat_outdir_make(const char *dir, heat_error *err)
     return HEAT_OK;
 }
 
-int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *keep,
+/* Whether `path` is one of the files `keep` names (NULL-terminated; NULL:
+ * none), compared as files, whatever path names them. */
+static int kept(const char *path, const char *const *keep)
+{
+    struct stat st, ks;
+    if (!keep || stat(path, &st) != 0) return 0;
+    for (; *keep; keep++)
+        if (stat(*keep, &ks) == 0 && st.st_dev == ks.st_dev && st.st_ino == ks.st_ino) return 1;
+    return 0;
+}
+
+int heat_outdir_owned_by(const char *dir, const char *name, const char *file)
+{
+    const char *const keep[] = {file, NULL};
+    const size_t len = strlen(name);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d))) {
+        const int mine = strncmp(e->d_name, name, len) == 0 &&
+                         (run_name_length(e->d_name) == len || !strcmp(e->d_name + len, ".xmf"));
+        char path[HEAT_PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        found = mine && kept(path, keep);
+    }
+    closedir(d);
+    return found;
+}
+
+int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *const *keep,
                        const char *why, heat_error *err)
 {
-    struct stat ks;
-    const int have_keep = keep && stat(keep, &ks) == 0;
     DIR *d = opendir(dir);
     if (!d) return HEAT_OK;
     struct dirent *e;
@@ -290,10 +318,7 @@ int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *
         if (!which(e->d_name)) continue;
         char path[HEAT_PATH_MAX + 256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        /* `keep` compared as a file, whatever path names it */
-        struct stat st;
-        if (have_keep && stat(path, &st) == 0 && st.st_dev == ks.st_dev && st.st_ino == ks.st_ino)
-            continue;
+        if (kept(path, keep)) continue;
         if (unlink(path) != 0 && errno != ENOENT) {
             rc = heat_error_set(err, HEAT_ERUNTIME, "%s: cannot remove %s: %s", why, path,
                                 strerror(errno));

@@ -192,19 +192,51 @@ static int start_writer(heat_output *o, heat_error *err)
 /* The directory ready for this run: made, locked for the run's life
  * (*lock_fd), the earlier run's files gone (--overwrite), a killed run's
  * temporary files gone. */
+/* The files the run reads, which --overwrite keeps (NULL-terminated):
+ * initial.path (unless a restart, which never reads it) and the file
+ * regions' files. */
+static void inputs_of(const heat_case *c, heat_output_mode mode, const char **in)
+{
+    int n = 0;
+    if (c->initial.type == HEAT_INIT_FILE && mode != HEAT_OUTPUT_CONTINUE)
+        in[n++] = c->initial.path;
+    for (int i = 0; i < c->regions.nfiles; i++) in[n++] = c->regions.files[i].path;
+    in[n] = NULL;
+}
+
+/* A file the run reads must not be one of its own outputs in output.dir:
+ * the run would overwrite it, or take it for its own snapshot or
+ * checkpoint (--restart latest, the checkpoints kept, the .xmf index). */
+static int check_inputs(const heat_case *c, const char *const *in, heat_error *err)
+{
+    for (int i = 0; in[i]; i++) {
+        if (!heat_outdir_owned_by(c->output.dir, c->name, in[i])) continue;
+        const int init = c->initial.type == HEAT_INIT_FILE && in[i] == c->initial.path;
+        return heat_error_set(err, HEAT_EINPUT,
+                              "%s = \"%s\" is a file of run \"%s\" in output.dir = \"%s\": this "
+                              "run would overwrite it or take it for its own output; copy it out "
+                              "of output.dir first",
+                              init ? "initial.path" : "a file region's path", in[i], c->name,
+                              c->output.dir);
+    }
+    return HEAT_OK;
+}
+
 static int prepare_dir(const heat_case *c, heat_output_mode mode, FILE *notices, int *lock_fd,
                        heat_error *err)
 {
     const char *dir = c->output.dir, *name = c->name;
-    const char *initial = c->initial.type == HEAT_INIT_FILE ? c->initial.path : NULL;
+    const char *in[HEAT_REGIONS_MAX + 2];
+    inputs_of(c, mode, in);
     *lock_fd = -1;
     int rc = heat_output_check_dir(dir, name, mode, err);
+    if (!rc && mode != HEAT_OUTPUT_NEW) rc = check_inputs(c, in, err);
     if (!rc) rc = heat_outdir_make(dir, err);
     if (!rc) rc = heat_outdir_lock(dir, notices, lock_fd, err);
     /* Checked again under the lock: another run may have started meanwhile. */
     if (!rc) rc = heat_outdir_check_other_run(dir, name, mode, err);
     if (!rc && mode == HEAT_OUTPUT_OVERWRITE)
-        rc = heat_outdir_remove(dir, heat_outdir_is_run_file, initial, "--overwrite", err);
+        rc = heat_outdir_remove(dir, heat_outdir_is_run_file, in, "--overwrite", err);
     if (!rc)
         rc = heat_outdir_remove(dir, heat_outdir_is_leftover, NULL,
                                 "removing a killed run's temporary file", err);

@@ -44,16 +44,21 @@ void heat_outdir_unlock(int fd);
 /* mkdir -p; HEAT_ERUNTIME naming the directory that cannot be made. */
 int heat_outdir_make(const char *dir, heat_error *err);
 
-/* Removes the files of `dir` that `which` selects, except the file `keep`
- * (NULL: none), whatever path names it: --overwrite removes the run files
- * (heat_outdir_is_run_file) but the run's initial field. `why` starts the
- * message of a failure, HEAT_ERUNTIME naming the file. */
-int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *keep,
+/* Removes the files of `dir` that `which` selects, except the files `keep`
+ * names (NULL-terminated; NULL: none), whatever paths name them: --overwrite
+ * removes the run files (heat_outdir_is_run_file) but the files the run
+ * reads (initial.path, file regions). `why` starts the message of a
+ * failure, HEAT_ERUNTIME naming the file. */
+int heat_outdir_remove(const char *dir, int (*which)(const char *), const char *const *keep,
                        const char *why, heat_error *err);
 
 /* Keeps the newest `keep` checkpoints of run `name`; a file that cannot be
  * removed is a notice. */
 void heat_outdir_rotate(const char *dir, const char *name, int64_t keep, FILE *notices);
+
+/* Whether `file` is one of the files of run `name` in `dir` (a snapshot,
+ * a checkpoint or the .xmf index), compared as files. */
+int heat_outdir_owned_by(const char *dir, const char *name, const char *file);
 
 /* ---- history.csv (history.c) ---- */
 

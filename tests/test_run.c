@@ -171,7 +171,8 @@ static void test_refuses_to_overwrite(void **state)
 }
 
 /* --overwrite removes the files of heat's own names only, and never the
- * run's initial field, even when that is one of them. */
+ * run's initial field, even when that is one of them; one of this run's own
+ * is refused (this run would overwrite it, or take it for its own). */
 static void test_overwrite_keeps_others(void **state)
 {
     (void)state;
@@ -192,9 +193,23 @@ static void test_overwrite_keeps_others(void **state)
     test_write_file(p, "step,time,a\n0,0,1\n");
     heat(&r, dir, "run", "d.cfg", "-q", "--overwrite", "--set", "time.max_steps=2", "--set",
          "initial={type=\"file\"; path=\"res/d_00000016.vtkhdf\";}", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "initial.path = \"res/d_00000016.vtkhdf\" is a file of run \"d\" in "
+                   "output.dir = \"res\": this run would overwrite it or take it for its own "
+                   "output; copy it out of output.dir first");
+    result_free(&r);
+    assert_true(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
+    assert_true(exists_in(dir, "res/probes.csv"));
+    /* the same file as another run's is kept, inert */
+    char q[4200];
+    path_in(p, sizeof p, dir, "res/d_00000016.vtkhdf");
+    path_in(q, sizeof q, dir, "res/e_00000016.vtkhdf");
+    assert_int_equal(rename(p, q), 0);
+    heat(&r, dir, "run", "d.cfg", "-q", "--overwrite", "--set", "time.max_steps=2", "--set",
+         "initial={type=\"file\"; path=\"res/e_00000016.vtkhdf\";}", NULL);
     expect_rc(&r, 0);
     result_free(&r);
-    assert_true(exists_in(dir, "res/d_00000016.vtkhdf"));
+    assert_true(exists_in(dir, "res/e_00000016.vtkhdf"));
     assert_true(exists_in(dir, "res/notes.vtkhdf"));
     assert_true(exists_in(dir, "res/d_notes.vtkhdf"));
     assert_false(exists_in(dir, "res/d_ckpt_00000016.vtkhdf"));
