@@ -131,7 +131,11 @@ static void print_run(const heat_case *c)
         printf("stops           at step %lld%s\n", (long long)c->d.stop_step,
                c->steady.enabled ? ", or at steady state if sooner" : "");
     else
-        printf("stops           at steady state only (no step bound)\n");
+        printf("stops           at steady state only (no step bound)%s\n",
+               c->steady.stall_checks == 0
+                   ? "; steady.stall_checks = 0: should the residual stall above the tolerance, "
+                     "the run never ends"
+                   : "");
     for (int f = 0; f < 2 * c->grid.dims; f++) {
         char bc[96];
         heat_bc_text(&c->bc[f], 0, bc, sizeof bc);
@@ -257,12 +261,12 @@ static void print_floor(const heat_case *c)
     const double umax = heat_case_value_scale(c);
     const double floor = heat_case_residual_floor(c, umax);
     if (!c->steady.enabled || !(c->steady.tolerance < floor)) return;
+    char end[160];
     printf("note            steady.tolerance = %.3g lies below what %s resolves here: rounding "
-           "alone leaves max |du/dt| near eps |u|max / dt = %.3g (|u| up to %.3g); the run may "
-           "stall above the tolerance and then stops after %lld checks without a new low "
-           "(exit status 3). %s a tolerance of at least %.2g\n",
+           "alone leaves max |du/dt| near eps |u|max / dt = %.3g (|u| up to %.3g); the residual "
+           "may stall above the tolerance, and then %s. %s a tolerance of at least %.2g\n",
            c->steady.tolerance, heat_precision_name(c->solver.precision), floor, umax,
-           (long long)c->steady.stall_checks,
+           heat_case_stall_end(c, end, sizeof end),
            c->solver.precision == HEAT_FLOAT ? "Use double precision or" : "Use", floor);
 }
 

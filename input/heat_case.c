@@ -544,6 +544,24 @@ double heat_case_residual_floor(const heat_case *c, double umax)
     return eps * umax / (heat_case_steady_multigrid(c) ? c->d.dt_max : c->d.dt);
 }
 
+const char *heat_case_stall_end(const heat_case *c, char *buf, size_t n)
+{
+    if (c->steady.stall_checks > 0)
+        snprintf(buf, n,
+                 "the run stops after steady.stall_checks = %lld checks without a new low "
+                 "(exit status 3)",
+                 (long long)c->steady.stall_checks);
+    else if (c->d.stop_step >= 0)
+        snprintf(buf, n,
+                 "with steady.stall_checks = 0 the run goes on to its step bound (step %lld)",
+                 (long long)c->d.stop_step);
+    else
+        snprintf(buf, n,
+                 "with steady.stall_checks = 0 and no time.end or time.max_steps the run never "
+                 "ends");
+    return buf;
+}
+
 double heat_case_time(const heat_case *c, int64_t step)
 {
     if (c->d.end_step >= 0 && step == c->d.end_step) return c->time.end;

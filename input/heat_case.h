@@ -421,6 +421,12 @@ double heat_case_value_scale(const heat_case *c);
  * (the stencil's weights sum to about 1 / dt_max). */
 double heat_case_residual_floor(const heat_case *c, double umax);
 
+/* What ends a run whose residual stalls above the tolerance, as words that
+ * follow "the residual may stall above the tolerance, and then": the stall
+ * check's (steady.stall_checks > 0), or, where that is off, the step bound,
+ * or none: such a run never ends. */
+const char *heat_case_stall_end(const heat_case *c, char *buf, size_t n);
+
 /* ---- the variable-coefficient update (d.general) ------------------------
  *
  * A node's class, one byte, names its material and the summed power of the

@@ -61,17 +61,17 @@ static void notice_floor(const run_state *s, const void *field)
     double umax = heat_field_max_abs(c, field, field_points(s));
     heat_par_max(s->par, &umax, 1);
     const double floor = heat_case_residual_floor(c, umax);
+    char end[160];
     if (s->opt->notices && c->steady.tolerance < floor)
         fprintf(s->opt->notices,
                 "notice: steady.tolerance = %.3g lies below what %s resolves here: rounding "
                 "alone leaves max |du/dt| near eps |u|max / dt = %.3g (|u|max = %.3g, dt = "
-                "%.3g%s); the residual may stall above the tolerance, and then the run stops "
-                "after steady.stall_checks = %lld checks without a new low (exit status 3). "
-                "%s a tolerance of at least %.2g\n",
+                "%.3g%s); the residual may stall above the tolerance, and then %s. %s a "
+                "tolerance of at least %.2g\n",
                 c->steady.tolerance, heat_precision_name(c->solver.precision), floor, umax,
                 heat_case_steady_multigrid(c) ? c->d.dt_max : c->d.dt,
                 heat_case_steady_multigrid(c) ? ", the explicit limit" : "",
-                (long long)c->steady.stall_checks,
+                heat_case_stall_end(c, end, sizeof end),
                 c->solver.precision == HEAT_FLOAT ? "Use double precision or" : "Use", floor);
 }
 

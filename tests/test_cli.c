@@ -202,6 +202,36 @@ static void test_check_prints_derived_numbers(void **state)
     assert_false(exists_in(dir, "res"));
 }
 
+/* A tolerance below the rounding floor: the note says what ends a stalled
+ * run, the stall check or, where steady.stall_checks = 0 turns it off, the
+ * step bound, or nothing at all. */
+static void test_check_stall_end(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "check_stall");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-30; stall_checks=7;}", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "the residual may stall above the tolerance, and then the run stops after "
+                   "steady.stall_checks = 7 checks without a new low (exit status 3)");
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-30; stall_checks=0;}", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "and then with steady.stall_checks = 0 the run goes on to its step bound "
+                   "(step 16)");
+    result_free(&r);
+    heat(&r, dir, "check", "d.cfg", "--set", "steady={tolerance=1e-30; stall_checks=0;}", "--set",
+         "time={}", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "and then with steady.stall_checks = 0 and no time.end or time.max_steps the "
+                   "run never ends");
+    EXPECT_OUT(&r, "at steady state only (no step bound); steady.stall_checks = 0: should the "
+                   "residual stall above the tolerance, the run never ends");
+    result_free(&r);
+}
+
 /* A multigrid deck: heat check names multigrid instead of the explicit
  * kernel, counts the levels' memory, and shows a split over ranks with how
  * the levels are held; a grid of one level cannot be split (exit 2, as heat
@@ -1285,6 +1315,7 @@ int main(void)
         cmocka_unit_test(test_unknown_command_and_options),
         cmocka_unit_test(test_check_prints_derived_numbers),
         cmocka_unit_test(test_check_multigrid),
+        cmocka_unit_test(test_check_stall_end),
         cmocka_unit_test(test_check_default_deck),
         cmocka_unit_test(test_check_invalid_deck),
         cmocka_unit_test(test_check_refuses_what_run_refuses),
