@@ -89,8 +89,11 @@ static void v_list(vctx *v, const config_setting_t *l, heat_case *c)
     if (!config_setting_is_list(l) || n < 1 || n > HEAT_MATERIALS_MAX) {
         heat_deck_bad(v, l,
                       "expected a list ( { name = ...; conductivity = ...; density = ...; "
-                      "specific_heat = ...; }, ... ) of 1 to %d materials",
-                      HEAT_MATERIALS_MAX);
+                      "specific_heat = ...; }, ... ) of 1 to %d materials%s",
+                      HEAT_MATERIALS_MAX,
+                      n == 0 ? " (an empty list counts as none beside material = { ... }, "
+                               "which then gives the one material)"
+                             : "");
         return;
     }
     for (int i = 0; i < n; i++) {

@@ -134,7 +134,8 @@ static void test_materials_list_bad(void **state)
     char text[1024];
     BAD(mdeck(M_MATERIALS, "materials = { a = 1; };", 0), ORIGIN ":2: materials = { ... }",
         "expected a list", "of 1 to 255 materials");
-    BAD(mdeck(M_MATERIALS, "materials = ( );", 0), ORIGIN ":2: materials = ()", "1 to 255");
+    BAD(mdeck(M_MATERIALS, "materials = ( );", 0), ORIGIN ":2: materials = ()", "1 to 255",
+        "an empty list counts as none beside material = { ... }");
     BAD(mdeck(M_MATERIALS, "materials = ( 1.0 );", 0), "materials[0] = 1.0", "expected a group");
     snprintf(text, sizeof text,
              "materials = ( %s, { conductivity = 1.0; density = 1.0; "
