@@ -127,7 +127,7 @@ static int setup_classes(run_state *s, heat_error *err)
     uint8_t *cls = malloc((size_t)(n[0] * n[1] * n[2]));
     heat_classes t = {0};
     heat_coeffs k = {0};
-    int contained[HEAT_REGIONS_MAX] = {0};
+    int contained[HEAT_SHAPES_MAX] = {0};
     int rc = cls ? heat_materials_paint(c, lo, n, cls, &t, contained, err)
                  : heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material classes");
     if (!rc) rc = heat_case_coeffs(c, &t, &k, err);
@@ -136,10 +136,10 @@ static int setup_classes(run_state *s, heat_error *err)
     heat_coeffs_free(&k);
     free(cls);
     if ((rc = agree(s, rc, err))) return rc;
-    double any[HEAT_REGIONS_MAX];
-    for (int r = 0; r < c->regions.count; r++) any[r] = contained[r];
-    heat_par_max(s->par, any, c->regions.count);
-    for (int r = 0; r < c->regions.count; r++) contained[r] = any[r] > 0;
+    double any[HEAT_SHAPES_MAX];
+    for (int r = 0; r < HEAT_SHAPES_MAX; r++) any[r] = contained[r];
+    heat_par_max(s->par, any, HEAT_SHAPES_MAX);
+    for (int r = 0; r < HEAT_SHAPES_MAX; r++) contained[r] = any[r] > 0;
     heat_materials_notice_empty(c, contained, s->opt->notices);
     return HEAT_OK;
 }

@@ -156,11 +156,14 @@ static int material_at(const heat_case *c, files *fs, const int64_t g[3], const 
     return m;
 }
 
-static double power_at(const heat_case *c, const double x[3])
+static double power_at(const heat_case *c, const double x[3], int *contained)
 {
     double q = 0;
     for (int i = 0; i < c->sources.count; i++)
-        if (inside(c, &c->sources.s[i].shape, x)) q += c->sources.s[i].power;
+        if (inside(c, &c->sources.s[i].shape, x)) {
+            q += c->sources.s[i].power;
+            if (contained) contained[HEAT_SOURCE_SLOT(i)] = 1;
+        }
     return q;
 }
 
@@ -179,7 +182,7 @@ int heat_materials_paint(const heat_case *c, const int64_t lo[3], const int64_t 
                                       grid_index(c, 2, lo[2] + k)};
                 const double x[3] = {coord(c, 0, g[0]), coord(c, 1, g[1]), coord(c, 2, g[2])};
                 const int m = material_at(c, &fs, g, x, contained, err);
-                const double q = power_at(c, x);
+                const double q = power_at(c, x, contained);
                 if (m < 0) {
                     rc = err->code;
                     break;
@@ -239,4 +242,10 @@ void heat_materials_notice_empty(const heat_case *c, const int *contained, FILE 
                     "notice: regions[%d] contains no node of the grid (it lies between nodes): "
                     "it paints nothing\n",
                     r);
+    for (int i = 0; i < c->sources.count; i++)
+        if (!contained[HEAT_SOURCE_SLOT(i)])
+            fprintf(notices,
+                    "notice: sources[%d] contains no node of the grid (it lies between nodes): "
+                    "it injects nothing\n",
+                    i);
 }

@@ -16,12 +16,17 @@
 #include "heat_case.h"
 #include "heat_error.h"
 
+/* The slots of a `contained` array (HEAT_SHAPES_MAX ints): region r's at
+ * r, source i's at HEAT_SOURCE_SLOT(i). */
+#define HEAT_SHAPES_MAX     (HEAT_REGIONS_MAX + HEAT_SOURCES_MAX)
+#define HEAT_SOURCE_SLOT(i) (HEAT_REGIONS_MAX + (i))
+
 /* Paints the box [lo, lo + n) of the grid (indices outside the grid wrap on
  * a periodic axis and are clamped on others: the ghost layers of a part)
  * into cls (n[0] n[1] n[2] bytes, x fastest), adding the classes it meets
  * to *t (ids stay as they are; start from a zeroed t). When `contained` is
- * not NULL, contained[r] is set for each region r that contains a node of
- * the box. HEAT_EINPUT naming the region for a material file of another
+ * not NULL, its slot of each region and source that contains a node of the
+ * box is set. HEAT_EINPUT naming the region for a material file of another
  * shape than the grid or with an index out of range, or when more than 256
  * combinations of material and source power occur. */
 int heat_materials_paint(const heat_case *c, const int64_t lo[3], const int64_t n[3], uint8_t *cls,
@@ -33,7 +38,7 @@ int heat_materials_paint(const heat_case *c, const int64_t lo[3], const int64_t 
  * Paints the grid plane by plane. */
 typedef struct heat_materials_survey {
     int64_t nodes[HEAT_MATERIALS_MAX];
-    int contained[HEAT_REGIONS_MAX];
+    int contained[HEAT_SHAPES_MAX];
     double power;
 } heat_materials_survey;
 
@@ -43,7 +48,8 @@ int heat_materials_survey_grid(const heat_case *c, heat_materials_survey *s, hea
  * length (h, or h / 2 on a face that is not periodic). */
 double heat_node_weight(const heat_case *c, int a, int64_t i);
 
-/* Notices for regions that contain no node (contained[r] == 0). */
+/* Notices for regions and sources that contain no node (their slots of
+ * `contained` 0). */
 void heat_materials_notice_empty(const heat_case *c, const int *contained, FILE *notices);
 
 #endif

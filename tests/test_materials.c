@@ -245,7 +245,7 @@ static void energy_case(const char *points, int three_d)
     double *u0 = malloc(sizeof *u0 * (size_t)c.d.points);
     uint8_t *cls = malloc((size_t)c.d.points);
     heat_classes t;
-    int contained[HEAT_REGIONS_MAX];
+    int contained[HEAT_SHAPES_MAX];
     heat_error err;
     const int64_t lo[3] = {0, 0, 0};
     if (heat_initial_fill(&c, u0, &err)) fail_msg("initial: %s", err.msg);

@@ -649,11 +649,16 @@ static void test_run_probes_and_history(void **state)
                    "= [0.5, 0.5, 0.5]; } );",
                    M_TIME, "time = { max_steps = 3; };", M_X_LO,
                    "  x_lo = { type = \"dirichlet\"; value = 100.0; };", M_OUTPUT,
-                   "output = { dir = \"res\"; };", 0));
+                   "output = { dir = \"res\"; };", M_SOURCES,
+                   "sources = ( { power_density = 5.0; box = { min = [0.42, 0.0, 0.0]; max = "
+                   "[0.48, 1.0, 1.0]; }; } );",
+                   0));
     result r;
     heat(&r, dir, "run", "r.cfg", "--quiet", NULL);
     expect_rc(&r, 0);
     STDERR_HAS(&r, "notice: regions[1] contains no node of the grid");
+    STDERR_HAS(&r, "notice: sources[0] contains no node of the grid (it lies between nodes): it "
+                   "injects nothing");
     result_free(&r);
     char *probes = read_in(dir, "res/probes.csv"), *hist = read_in(dir, "res/history.csv");
     starts_with(probes, "step,time,hot (node 0 5 5),mid (node 5 5 5)\n");
