@@ -139,6 +139,41 @@ static int same_shape(const heat_shape *a, const heat_shape *b, const heat_case 
            a->axis == b->axis && a->lo == b->lo && a->hi == b->hi;
 }
 
+/* A shape in words, numbers exact: what a restart's refusal names. */
+static void shape_text(const heat_shape *s, const heat_case *c, char *buf, size_t n)
+{
+    const char *ax = "xyz";
+    switch (s->kind) {
+    case HEAT_SHAPE_BOX:
+        snprintf(buf, n, "box min [%.17g, %.17g, %.17g] max [%.17g, %.17g, %.17g]", s->min[0],
+                 s->min[1], s->min[2], s->max[0], s->max[1], s->max[2]);
+        break;
+    case HEAT_SHAPE_SPHERE:
+        snprintf(buf, n, "sphere center [%.17g, %.17g, %.17g] radius %.17g", s->center[0],
+                 s->center[1], s->center[2], s->radius);
+        break;
+    case HEAT_SHAPE_CYLINDER:
+        snprintf(buf, n, "cylinder axis %c center [%.17g, %.17g] radius %.17g from %.17g to %.17g",
+                 ax[s->axis], s->center[0], s->center[1], s->radius, s->lo, s->hi);
+        break;
+    default:
+        snprintf(buf, n, "file %s:%s", c->regions.files[s->file].path,
+                 c->regions.files[s->file].dataset);
+    }
+}
+
+/* Region i of c in words: its material and shape. */
+static void region_text(const heat_case *c, int i, char *buf, size_t n)
+{
+    const heat_region *r = &c->regions.r[i];
+    char shape[HEAT_PATH_MAX + HEAT_NAME_MAX + 160];
+    shape_text(&r->shape, c, shape, sizeof shape);
+    if (r->material >= 0 && r->material < c->materials.count)
+        snprintf(buf, n, "material \"%s\", %s", c->materials.m[r->material].name, shape);
+    else
+        snprintf(buf, n, "%s", shape);
+}
+
 int heat_case_same_physics(const heat_case *d, const heat_case *f, heat_error *diff)
 {
     const int before = diff->code;
@@ -153,16 +188,32 @@ int heat_case_same_physics(const heat_case *d, const heat_case *f, heat_error *d
                               "\"%s\" (k %.17g, rho %.17g, c %.17g) in the file",
                               i, a->name, a->k, a->rho, a->cp, b->name, b->k, b->rho, b->cp);
     }
-    int regions = d->regions.count == f->regions.count;
-    for (int i = 0; regions && i < d->regions.count; i++)
-        regions = d->regions.r[i].material == f->regions.r[i].material &&
-                  same_shape(&d->regions.r[i].shape, &f->regions.r[i].shape, d, f);
-    if (!regions) heat_error_append(diff, HEAT_EINPUT, "  regions differ");
-    int sources = d->sources.count == f->sources.count;
-    for (int i = 0; sources && i < d->sources.count; i++)
-        sources = d->sources.s[i].power == f->sources.s[i].power &&
-                  same_shape(&d->sources.s[i].shape, &f->sources.s[i].shape, d, f);
-    if (!sources) heat_error_append(diff, HEAT_EINPUT, "  sources differ");
+    char a[HEAT_PATH_MAX + HEAT_NAME_MAX + 256], b[sizeof a];
+    if (d->regions.count != f->regions.count)
+        heat_error_append(diff, HEAT_EINPUT, "  regions: %d in the deck, %d in the file",
+                          d->regions.count, f->regions.count);
+    for (int i = 0; i < d->regions.count && i < f->regions.count; i++) {
+        if (d->regions.r[i].material == f->regions.r[i].material &&
+            same_shape(&d->regions.r[i].shape, &f->regions.r[i].shape, d, f))
+            continue;
+        region_text(d, i, a, sizeof a);
+        region_text(f, i, b, sizeof b);
+        heat_error_append(diff, HEAT_EINPUT, "  regions[%d]: %s in the deck, %s in the file", i, a,
+                          b);
+    }
+    if (d->sources.count != f->sources.count)
+        heat_error_append(diff, HEAT_EINPUT, "  sources: %d in the deck, %d in the file",
+                          d->sources.count, f->sources.count);
+    for (int i = 0; i < d->sources.count && i < f->sources.count; i++) {
+        const heat_source *x = &d->sources.s[i], *y = &f->sources.s[i];
+        if (x->power == y->power && same_shape(&x->shape, &y->shape, d, f)) continue;
+        shape_text(&x->shape, d, a, sizeof a);
+        shape_text(&y->shape, f, b, sizeof b);
+        heat_error_append(diff, HEAT_EINPUT,
+                          "  sources[%d]: power density %.17g W/m^3, %s in the deck; %.17g W/m^3, "
+                          "%s in the file",
+                          i, x->power, a, y->power, b);
+    }
     return diff->code == before;
 }
 
