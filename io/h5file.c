@@ -215,6 +215,10 @@ static int put_root_attrs(hid_t fid, const heat_file_meta *m)
         put_f64(fid, "boundary_h", bc_h, HEAT_NFACES) ||
         put_f64(fid, "boundary_ambient", bc_ambient, HEAT_NFACES))
         return -1;
+    /* Not in the checksum, which readers of format 2 compute without it. */
+    const double steady[3] = {m->steady_best, (double)m->steady_best_step,
+                              (double)m->steady_no_best};
+    if (m->has_steady && put_f64(fid, "steady_stall", steady, 3)) return -1;
     heat_file_meta v2 = *m;
     v2.format_version = HEAT_FORMAT_VERSION;
     const uint64_t sum = meta_checksum(&v2);
@@ -604,7 +608,22 @@ static int read_root_attrs(hid_t fid, heat_file_meta *m)
         m->bc[f].ambient = amb[f];
     }
     m->dims = m->n[2] == 1 ? 2 : 3;
-    return meta_in_range(m) ? 0 : READ_BAD;
+    if (!meta_in_range(m)) return READ_BAD;
+    /* A steady run's stall state, where the file has it and it is in place
+     * (else none: the restart starts the stall check afresh). */
+    double st[3];
+    const htri_t has = H5Aexists(fid, "steady_stall");
+    if (has < 0) return READ_H5;
+    if (has && get_attr(fid, "steady_stall", H5T_NATIVE_DOUBLE, 3, st)) return READ_H5;
+    m->has_steady = has > 0 && st[0] >= 0 && st[0] < INFINITY && st[1] >= 0 &&
+                    st[1] <= (double)m->step && st[1] == floor(st[1]) && st[2] >= 0 &&
+                    st[2] <= 9e15 && st[2] == floor(st[2]);
+    if (m->has_steady) {
+        m->steady_best = st[0];
+        m->steady_best_step = (int64_t)st[1];
+        m->steady_no_best = (int64_t)st[2];
+    }
+    return 0;
 }
 
 /* /VTKHDF's WholeExtent must be the grid's. */

@@ -52,6 +52,12 @@ typedef struct heat_file_meta {
     int has_checksum;  /* the Fletcher-32 filter is on the field (always, or it is refused) */
     int meta_checksum; /* the metadata checksum was verified (format 2 and later) */
     int deflate;       /* deflate level, 0 when off */
+    /* A checkpoint of a steady run: the stall check's state (the lowest
+     * residual, its step, the checks since), so that a restart stops where
+     * the run would have; has_steady 0 where the file has none. */
+    int has_steady;
+    double steady_best;
+    int64_t steady_best_step, steady_no_best;
 } heat_file_meta;
 
 /* The temporary name a file `path` is written under before it is renamed

@@ -21,6 +21,7 @@ typedef struct job {
     int64_t step;
     double time;
     int kinds;
+    heat_output_steady steady; /* for its checkpoint */
 } job;
 
 enum { SLOT_FREE, SLOT_TAKEN, SLOT_QUEUED };
@@ -34,6 +35,7 @@ struct heat_output {
     FILE *history;
     char *deck;
     heat_output_options opt;
+    heat_output_steady steady; /* what the next job's checkpoint records */
     size_t field_bytes;
     heat_index index; /* owned by the writer thread once it runs */
     int lock_fd;      /* the hold on the directory (heat_outdir_lock), or -1 */
@@ -102,6 +104,10 @@ static int write_job(heat_output *o, const job *j, const void *field, heat_error
         heat_output_checkpoint_path(path, sizeof path, o->dir, c->name, j->step);
         heat_file_meta_from_case(&m, c, HEAT_FILE_CHECKPOINT, j->step, j->time, o->deck);
         m.material = o->opt.material;
+        m.has_steady = j->steady.have;
+        m.steady_best = j->steady.best;
+        m.steady_best_step = j->steady.best_step;
+        m.steady_no_best = j->steady.no_best;
         if ((rc = write_field(o, path, &m, field, err))) return rc;
         pthread_mutex_lock(&o->mu);
         o->checkpoints++;
@@ -469,6 +475,13 @@ void heat_output_release(heat_output *o, void *buffer)
     pthread_mutex_unlock(&o->mu);
 }
 
+void heat_output_set_steady(heat_output *o, const heat_output_steady *st)
+{
+    pthread_mutex_lock(&o->mu);
+    o->steady = *st;
+    pthread_mutex_unlock(&o->mu);
+}
+
 int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, int kinds,
                        heat_error *err)
 {
@@ -484,7 +497,7 @@ int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, 
         pthread_mutex_unlock(&o->mu);
         return HEAT_ERUNTIME;
     }
-    job j = {i, step, time, kinds};
+    job j = {i, step, time, kinds, o->steady};
     if (o->opt.inline_writes) {
         /* No writer thread: written here and now, then the buffer is free. */
         pthread_mutex_unlock(&o->mu);

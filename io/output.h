@@ -150,6 +150,18 @@ void heat_output_release(heat_output *o, void *buffer);
 int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, int kinds,
                        heat_error *err);
 
+/* The stall check's state of a steady run (its lowest residual, that
+ * residual's step, the checks since), which the checkpoints of the fields
+ * submitted after this call record (docs/FORMAT.md), so that a restart
+ * stops where the uninterrupted run would; have 0: none. */
+typedef struct heat_output_steady {
+    int have;
+    double best;
+    int64_t best_step, no_best;
+} heat_output_steady;
+
+void heat_output_set_steady(heat_output *o, const heat_output_steady *st);
+
 /* Waits until everything submitted is written: after it returns HEAT_OK the
  * files are complete on disk. */
 int heat_output_flush(heat_output *o, heat_error *err);

@@ -516,6 +516,10 @@ static int write_fields(run_state *s, int kinds, double now, heat_error *err)
         if (buf) heat_output_release(s->out, buf);
         return err->code;
     }
+    /* The stall check's state at this step goes with its checkpoint. */
+    const heat_output_steady st = {s->c->steady.enabled && isfinite(s->best_residual),
+                                   s->best_residual, s->best_step, s->checks_no_best};
+    heat_output_set_steady(s->out, &st);
     rc = heat_output_submit(s->out, buf, s->step, heat_case_time(s->c, s->step), kinds, err);
     if (rc) return agree(s, rc, err);
     if (kinds & HEAT_OUTPUT_SNAPSHOT) s->last_snapshot = s->step;

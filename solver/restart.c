@@ -228,6 +228,15 @@ int heat_run_start_field(run_state *s, void *field, restart_file *r, heat_error 
     if (rc) return rc;
     if (r->have) {
         s->step = r->meta.step;
+        /* The stall check goes on where the run left it, when its steps are
+         * of the same kind (a steady multigrid solve's cycles have dt 1; an
+         * explicit run keeps the file's dt). */
+        if (r->meta.has_steady && c->steady.enabled &&
+            (!heat_case_steady_multigrid(c) || r->meta.dt == 1.0)) {
+            s->best_residual = r->meta.steady_best;
+            s->best_step = r->meta.steady_best_step;
+            s->checks_no_best = r->meta.steady_no_best;
+        }
         /* Format 2 came with the fused multiply-add update (docs/FORMAT.md). */
         if (r->meta.format_version < 2 && opt->notices)
             fprintf(opt->notices,

@@ -203,6 +203,48 @@ static void test_restart_bit_identical(void **state)
     assert_true(tested >= (int)(N_BC_SETS * 4));
 }
 
+/* A steady run that stalls (float, a tolerance below its rounding floor)
+ * stops at the same step when restarted part-way: the checkpoint carries
+ * the stall check's state (its lowest residual and the checks since). */
+static void test_restart_keeps_stall(void **state)
+{
+    (void)state;
+    const char *common[] = {"solver.precision=\"float\"",
+                            "steady={tolerance=1e-12; check_every=5; stall_checks=4;}",
+                            "output.every=0", "output.checkpoint_every=5", "time.max_steps=100000"};
+    const char *straight_sets[] = {common[0], common[1], common[2], common[3], common[4], NULL};
+    run_case a, b1, b2;
+    load_case(&a, bc_sets[0][1], test_scratch_dir("io_stall_a"), straight_sets);
+    heat_run_result ra, rb;
+    void *fa = xmalloc(field_bytes(&a.c)), *fb = xmalloc(field_bytes(&a.c));
+    run_ok(&a, NULL, fa, &ra);
+    assert_int_equal(ra.reason, HEAT_STOP_STALLED);
+    /* Interrupted one check before the stall: 3 checks without a new low. */
+    char nset[64];
+    snprintf(nset, sizeof nset, "time.max_steps=%lld", (long long)(ra.final_step - 5));
+    const char *first_sets[] = {common[0], common[1], common[2], common[3], nset, NULL};
+    load_case(&b1, bc_sets[0][1], test_scratch_dir("io_stall_b"), first_sets);
+    run_ok(&b1, NULL, NULL, &rb);
+    char ck[4400];
+    path_of(ck, sizeof ck, &b1, 1, ra.final_step - 5);
+    heat_file_meta m;
+    void *x = test_read_field(ck, &m);
+    assert_true(m.has_steady);
+    assert_int_equal(m.steady_no_best, 3);
+    free(x);
+    heat_file_meta_free(&m);
+    load_case(&b2, bc_sets[0][1], b1.dir, straight_sets);
+    run_ok(&b2, "latest", fb, &rb);
+    assert_int_equal(rb.reason, HEAT_STOP_STALLED);
+    assert_int_equal(rb.final_step, ra.final_step);
+    expect_same_bits(&a.c, fb, fa, "stalled run, restarted");
+    free(fa);
+    free(fb);
+    free_case(&a);
+    free_case(&b1);
+    free_case(&b2);
+}
+
 /* time.end: the restarted run keeps the checkpoint's dt and ends exactly at
  * time.end, as the straight run does. */
 static void test_restart_to_end_time(void **state)
@@ -602,10 +644,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cadence_and_rotation),  cmocka_unit_test(test_checkpoint_wall),
-        cmocka_unit_test(test_restart_bit_identical), cmocka_unit_test(test_restart_to_end_time),
-        cmocka_unit_test(test_restart_incompatible),  cmocka_unit_test(test_initial_from_file),
-        cmocka_unit_test(test_latest_skips_damaged),  cmocka_unit_test(test_latest_all_damaged),
-        cmocka_unit_test(test_index_after_restart),
+        cmocka_unit_test(test_restart_bit_identical), cmocka_unit_test(test_restart_keeps_stall),
+        cmocka_unit_test(test_restart_to_end_time),   cmocka_unit_test(test_restart_incompatible),
+        cmocka_unit_test(test_initial_from_file),     cmocka_unit_test(test_latest_skips_damaged),
+        cmocka_unit_test(test_latest_all_damaged),    cmocka_unit_test(test_index_after_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
