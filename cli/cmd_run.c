@@ -99,6 +99,16 @@ int heat_cmd_run(const heat_cli_args *a)
                 stall_advice(&c, "a larger tolerance", advice, sizeof advice));
         return 3;
     }
+    if (res.reason == HEAT_STOP_SOLVE_STALLED && res.mg_zero_rhs) {
+        fprintf(stderr,
+                "heat: step %lld's multigrid solve stalled: its right-hand side is zero, and the "
+                "residual stopped at %.3g of its first, above what rounding in %s leaves; the "
+                "state at that step is written. The V-cycles do not converge on this deck "
+                "(docs/DECK.md, \"Multigrid\"): use time.scheme = \"explicit\"\n",
+                (long long)res.final_step, res.mg_reduction,
+                heat_precision_name(c.solver.precision));
+        return 3;
+    }
     if (res.reason == HEAT_STOP_SOLVE_STALLED) {
         fprintf(stderr,
                 "heat: step %lld's multigrid solve stalled: the residual came to %.3g relative "

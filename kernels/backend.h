@@ -157,6 +157,7 @@ typedef struct heat_mg_info {
     int64_t cycles;       /* steady: cycles run so far; implicit: the last step's solve */
     int64_t total_cycles; /* every V-cycle of the run */
     double reduction;     /* residual over the start's (steady) or the last step's b (implicit) */
+    int zero_rhs;         /* implicit: the last step's b was zero, reduction over its first */
     int stalled;          /* the last advance stopped at a step whose solve stalled */
     int diverged;         /* ... whose residual ended above twice its first (growth) */
     double growth;        /* implicit: the last step's final residual over its first */

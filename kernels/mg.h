@@ -375,6 +375,7 @@ typedef struct heat_mg_state {
     int64_t cycles;         /* steady: cycles run; implicit: the last step's */
     int64_t total_cycles;   /* every cycle of this backend */
     double reduction;       /* residual over the start's (steady) or the step's b (implicit) */
+    int zero_rhs;           /* implicit: the step's b was zero (reduction over its first) */
     double residual;        /* the last max |b - A x| / ((rho c) V) */
     int stalled;            /* an implicit step's solve stopped above its tolerance */
     int diverged;           /* ... and above twice its first residual (growth) */

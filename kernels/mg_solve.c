@@ -1,5 +1,6 @@
 /* The V-cycle's schedule and the solve loops of multigrid (mg.h), the same
  * for every backend: the backend supplies the level kernels. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,10 @@ static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, doubl
     double r0, umax, wsum;
     int rc = ops->norms(ctx, &r0, &umax, &wsum, err);
     if (rc) return rc;
-    const double scale = m->eps * umax * m->diag_scale;
+    /* Values below the precision's smallest normal number keep only its
+     * absolute spacing: a field decayed that far is at its floor. */
+    const double tiny = m->eps > 0x1p-40 ? FLT_MIN : DBL_MIN;
+    const double scale = m->eps * fmax(umax, tiny) * m->diag_scale;
     const double target = fmax(m->tolerance * bmax, 16.0 * scale);
     double r = r0, prev = r0;
     int slow = 0;
@@ -109,6 +113,7 @@ static int step_solve(const heat_mg *m, const heat_mg_ops *ops, void *ctx, doubl
     st->residual = r;
     st->growth = r0 > 0 ? r / r0 : 0.0;
     st->reduction = bmax > 0 ? r / bmax : r0 > 0 ? r / r0 : 0.0;
+    st->zero_rhs = !(bmax > 0);
     return HEAT_OK;
 }
 
@@ -138,6 +143,7 @@ void heat_mg_fill_info(const heat_mg *m, const heat_mg_state *st, heat_mg_info *
     info->cycles = st->cycles;
     info->total_cycles = st->total_cycles;
     info->reduction = st->reduction;
+    info->zero_rhs = st->zero_rhs;
     info->stalled = st->stalled;
     info->diverged = st->diverged;
     info->growth = st->growth;

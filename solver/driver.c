@@ -470,7 +470,14 @@ static int check_step(run_state *s, heat_run_result *res, int *stop, heat_error 
             (long long)s->step, s->mg.growth, (long long)s->mg.cycles, contrast_words(c).text);
     if (s->mg.stalled) {
         *stop = HEAT_STOP_SOLVE_STALLED;
-        if (s->opt->notices)
+        if (s->opt->notices && s->mg.zero_rhs)
+            fprintf(s->opt->notices,
+                    "notice: step %lld: its multigrid solve stopped improving after %lld V-cycles "
+                    "with the residual at %.3g of its first (its right-hand side is zero), above "
+                    "what rounding in %s leaves\n",
+                    (long long)s->step, (long long)s->mg.cycles, s->mg.reduction,
+                    heat_precision_name(c->solver.precision));
+        else if (s->opt->notices)
             fprintf(s->opt->notices,
                     "notice: step %lld: its multigrid solve stopped improving after %lld V-cycles "
                     "with the residual at %.3g relative to the right-hand side, not at "
@@ -651,6 +658,7 @@ static void summary(run_state *s, heat_run_result *res)
         heat_backend_mg_info(s->b, &mi);
         res->mg_cycles = mi.total_cycles;
         res->mg_reduction = mi.reduction;
+        res->mg_zero_rhs = mi.zero_rhs;
         snprintf(res->mg_text, sizeof res->mg_text, "%s", mi.text);
     }
     if (s->opt->quiet) return;

@@ -57,6 +57,7 @@ typedef struct heat_run_result {
     /* Multigrid (steady.method = "multigrid", implicit time.scheme). */
     int64_t mg_cycles;   /* V-cycles in all */
     double mg_reduction; /* the last solve's: heat_mg_info.reduction */
+    int mg_zero_rhs;     /* ... over its first residual, its right-hand side being zero */
     char mg_text[256];   /* the hierarchy, heat_mg_info.text */
 } heat_run_result;
 

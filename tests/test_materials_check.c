@@ -799,6 +799,39 @@ static void test_restart_keeps_probes(void **state)
     free(after);
 }
 
+/* An implicit step whose solve stalls with a zero right-hand side says so
+ * (its residual is over its first, and no tolerance would help): a sphere
+ * of 1000 times its surroundings' conductivity defeats the V-cycles. */
+static void test_implicit_stall_zero_rhs(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "mat_zero_rhs");
+    write_in(dir, "s.cfg",
+             "grid = { points = [25, 25, 25]; length = [1.0, 1.0, 1.0]; };\n"
+             "materials = ( { name = \"a\"; conductivity = 1.0; density = 1.0; specific_heat = "
+             "1.0; },\n"
+             "  { name = \"b\"; conductivity = 1000.0; density = 1.0; specific_heat = 1.0; } );\n"
+             "regions = ( { material = \"b\"; sphere = { center = [0.3, 0.3, 0.3]; radius = "
+             "0.17; }; } );\n"
+             "time = { scheme = \"backward_euler\"; dt = 0.01; max_steps = 10; };\n"
+             "initial = { type = \"constant\"; value = 0.0; };\n"
+             "boundary = { x_lo = { type = \"dirichlet\"; value = 0.0; }; x_hi = { type = "
+             "\"dirichlet\"; value = 1.0; };\n"
+             "  y_lo = { type = \"neumann\"; }; y_hi = { type = \"neumann\"; };\n"
+             "  z_lo = { type = \"neumann\"; }; z_hi = { type = \"neumann\"; }; };\n"
+             "output = { dir = \"res\"; };\n"
+             "solver = { backend = \"cpu\"; implicit_tolerance = 0.99; };\n");
+    result r;
+    heat(&r, dir, "run", "s.cfg", "--quiet", NULL);
+    expect_rc(&r, 3);
+    STDERR_HAS(&r, "step 1's multigrid solve stalled: its right-hand side is zero, and the "
+                   "residual stopped at");
+    STDERR_HAS(&r, "The V-cycles do not converge on this deck");
+    assert_null(strstr(r.err, "Use a larger solver.implicit_tolerance"));
+    result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -815,6 +848,7 @@ int main(void)
         cmocka_unit_test(test_run_probes_and_history),
         cmocka_unit_test(test_restart_keeps_materials),
         cmocka_unit_test(test_restart_keeps_probes),
+        cmocka_unit_test(test_implicit_stall_zero_rhs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

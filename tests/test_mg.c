@@ -535,6 +535,17 @@ static void test_float_floor(void **state)
     load(&c, linear_deck, &t);
     run_ok(&c, "mg_float_stall", NULL, &res);
     assert_int_equal(res.reason, HEAT_STOP_STALLED);
+    /* A field that decays below the smallest normal number (dt = 100: a
+     * factor of about 2e-4 a step) has met its floor: no stall. */
+    for (int p = 0; p < 2; p++) {
+        test_sets d = {0};
+        test_sets_add(&d, p ? "solver.precision=\"double\"" : "solver.precision=\"float\"");
+        test_sets_add(&d, "time.dt=100.0");
+        test_sets_add(&d, p ? "time.max_steps=100" : "time.max_steps=20");
+        load(&c, sine_deck, &d);
+        run_ok(&c, p ? "mg_double_underflow" : "mg_float_underflow", NULL, &res);
+        assert_int_equal(res.reason, HEAT_STOP_MAX_STEPS);
+    }
 }
 
 /* ---- the deck ------------------------------------------------------------------------------ */
