@@ -26,6 +26,11 @@
 int heat_file_read_box(const char *path, const heat_file_meta *m, heat_precision as,
                        const int64_t lo[3], const int64_t n[3], void *field, heat_error *err);
 
+/* The same box of the file's material index (m->has_material), one byte a
+ * node. */
+int heat_file_read_material_box(const char *path, const heat_file_meta *m, const int64_t lo[3],
+                                const int64_t n[3], uint8_t *material, heat_error *err);
+
 /* The ranks' writer (h5dist.c, built with MPI). */
 typedef struct heat_h5dist heat_h5dist;
 

@@ -267,6 +267,7 @@ static int open_run(run_state *s, const char *deck_text, heat_output_mode mode, 
     if (!rc) notice_floor(s, field);
     if (!rc) rc = create_backend(s, err);
     if (!rc) rc = setup_classes(s, err);
+    if (!rc) rc = heat_restart_check_materials(s, &r, err);
     if (!rc) rc = setup_multigrid(s, err);
     if (!rc) rc = collective_or_abort(s, heat_backend_upload(s->b, field, err), err);
     free(field);

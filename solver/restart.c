@@ -1,9 +1,11 @@
 /* Where a run starts: a restart file (a path, or the newest intact
  * checkpoint) checked against the deck, or the initial condition. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "deck.h"
+#include "h5part.h"
 #include "initial.h"
 #include "run_state.h"
 
@@ -259,4 +261,52 @@ int heat_run_start_field(run_state *s, void *field, restart_file *r, heat_error 
     s->step = 0;
     rc = heat_initial_fill_box(c, s->part.lo, s->part.n, field, opt->notices, err);
     return agree(s, rc, err);
+}
+
+int heat_restart_check_materials(run_state *s, const restart_file *r, heat_error *err)
+{
+    if (!r->have || !r->meta.has_material || !s->material) return HEAT_OK;
+    const int64_t *lo = s->part.lo, *n = s->part.n;
+    const size_t count = (size_t)(n[0] * n[1] * n[2]);
+    uint8_t *had = malloc(count);
+    int rc = had ? heat_file_read_material_box(r->path, &r->meta, lo, n, had, err)
+                 : heat_error_set(err, HEAT_ERUNTIME, "out of memory for the material index");
+    /* The nodes that differ, and the first of them (the lowest grid index,
+     * as -index so that the ranks' maximum finds it), its materials. */
+    double v[4] = {0, -INFINITY, 0, 0};
+    for (size_t i = 0; !rc && i < count; i++) {
+        if (had[i] == s->material[i]) continue;
+        const int64_t x = lo[0] + (int64_t)i % n[0], y = lo[1] + (int64_t)(i / n[0]) % n[1],
+                      z = lo[2] + (int64_t)(i / n[0] / n[1]);
+        const double g = (double)((z * s->c->grid.n[1] + y) * s->c->grid.n[0] + x);
+        if (v[0]++ == 0) v[1] = -g, v[2] = s->material[i], v[3] = had[i];
+    }
+    free(had);
+    if ((rc = agree(s, rc, err))) {
+        heat_error_prefix(err, "--restart %s: ", r->path);
+        return rc;
+    }
+    double first = v[1];
+    if (s->par) {
+        heat_par_sum(s->par, v, 1);
+        heat_par_max(s->par, &first, 1);
+        /* The first node's materials, from the rank that holds it. */
+        double w[2] = {v[1] == first ? v[2] : -1, v[1] == first ? v[3] : -1};
+        heat_par_max(s->par, w, 2);
+        v[2] = w[0], v[3] = w[1];
+    }
+    if (v[0] == 0) return HEAT_OK;
+    const heat_case *c = s->c;
+    const int64_t g = (int64_t)-first, gx = g % c->grid.n[0], gy = g / c->grid.n[0] % c->grid.n[1],
+                  gz = g / c->grid.n[0] / c->grid.n[1];
+    const int dm = (int)v[2], fm = (int)v[3];
+    return heat_error_set(err, HEAT_EINPUT,
+                          "--restart %s: the deck's regions give %.0f node%s another material "
+                          "than the checkpoint's, the first at node (%lld, %lld, %lld): \"%s\" "
+                          "from the deck, \"%s\" in the file. A material file of the regions "
+                          "changed since the run began? A restart continues the run's materials: "
+                          "give the regions as they were",
+                          r->path, v[0], v[0] == 1 ? "" : "s", (long long)gx, (long long)gy,
+                          (long long)gz, dm < c->materials.count ? c->materials.m[dm].name : "?",
+                          fm < c->materials.count ? c->materials.m[fm].name : "?");
 }

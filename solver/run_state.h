@@ -68,4 +68,10 @@ typedef struct restart_file {
  * initial condition. A restart keeps the file's dt (s->c changes). */
 int heat_run_start_field(run_state *s, void *field, restart_file *r, heat_error *err);
 
+/* After the deck's regions are painted (s->material): a restart's file, where
+ * it holds a material index, must hold the same one for this rank's part;
+ * else HEAT_EINPUT naming the first node that differs (a material file
+ * changed since the run began). Collective. */
+int heat_restart_check_materials(run_state *s, const restart_file *r, heat_error *err);
+
 #endif

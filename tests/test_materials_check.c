@@ -559,6 +559,35 @@ static void test_material_files(void **state)
     STDERR_HAS(&r, cases[sizeof cases / sizeof *cases - 1][2]);
     result_free(&r);
     assert_false(exists_in(dir, "res"));
+    /* A restart paints the regions anew: a material file changed since the
+     * run began is refused, naming the first node whose material moved. */
+    write_file_deck(dir, "m.h5", NULL);
+    heat(&r, dir, "run", "f.cfg", "--quiet", "--set", "time.max_steps=4", NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
+    char h5[4200], h5b[4200], h5c[4200];
+    path_in(h5, sizeof h5, dir, "m.h5");
+    path_in(h5b, sizeof h5b, dir, "m_before.h5");
+    path_in(h5c, sizeof h5c, dir, "m_changed.h5");
+    static uint8_t moved[NODES];
+    for (int i = 0; i < NODES; i++) moved[i] = (i % 5) == 0;
+    const hsize_t d3[3] = {11, 11, 11};
+    put_dataset(h5c, "/material", H5T_NATIVE_UINT8, 3, d3, moved);
+    assert_int_equal(rename(h5, h5b), 0);
+    assert_int_equal(rename(h5c, h5), 0);
+    heat(&r, dir, "run", "f.cfg", "--quiet", "--restart", "latest", "--set", "time.max_steps=8",
+         NULL);
+    expect_rc(&r, 2);
+    STDERR_HAS(&r, "--restart res/f_ckpt_00000004.vtkhdf: the deck's regions give ");
+    STDERR_HAS(&r, "nodes another material than the checkpoint's, the first at node (");
+    STDERR_HAS(&r, "A material file of the regions changed since the run began?");
+    result_free(&r);
+    assert_false(exists_in(dir, "res/f_ckpt_00000008.vtkhdf"));
+    assert_int_equal(rename(h5b, h5), 0);
+    heat(&r, dir, "run", "f.cfg", "--quiet", "--restart", "latest", "--set", "time.max_steps=8",
+         NULL);
+    expect_rc(&r, 0);
+    result_free(&r);
 }
 
 /* 2D: a dataset of shape (ny, nx), or (1, ny, nx). */
