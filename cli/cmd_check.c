@@ -213,8 +213,10 @@ static void print_output(const heat_case *c)
         printf("every %g s of wall time, ", c->output.checkpoint_wall);
     printf("at the end and on SIGINT/SIGTERM; the newest %lld kept\n",
            (long long)c->output.keep_checkpoints);
+    char deflate[32] = "off";
+    if (c->output.compress) snprintf(deflate, sizeof deflate, "level %d", c->output.compress);
     printf("files           %s/%s_STEP.vtkhdf, %s_ckpt_STEP.vtkhdf, %s.xmf; deflate %s\n",
-           c->output.dir, c->name, c->name, c->name, c->output.compress ? "on" : "off");
+           c->output.dir, c->name, c->name, c->name, deflate);
 }
 
 /* The grid painted plane by plane (materials, regions, sources): 0, or 2

@@ -171,7 +171,8 @@ static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
             c->time.has_dt = 1;
             heat_deck_where(v, MEMBER(g, "dt"), c->time.dt_where, sizeof c->time.dt_where);
         } else
-            heat_deck_bad(v, MEMBER(g, "dt"), "dt must be > 0 (leave it out for safety * dt_max)");
+            heat_deck_bad(v, MEMBER(g, "dt"),
+                          "dt must be > 0 (explicit steps may leave it out: safety * dt_max)");
     }
     if (heat_deck_get_number(v, g, "safety", 0, &c->time.safety) == 1 &&
         !(c->time.safety > 0 && c->time.safety <= 1))
