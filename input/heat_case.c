@@ -278,6 +278,31 @@ static int check_derived(const heat_case *c, heat_error *err)
                                   "grid.length[%d] = %.9g over grid.points[%d] = %lld gives the "
                                   "spacing h = %.3g: it must be a positive, representable number",
                                   a, c->grid.length[a], a, (long long)c->grid.n[a], c->d.h[a]);
+    if (!positive(c->d.dt_max) && c->materials.count > 0 && c->materials.m[0].k > 0) {
+        /* Materials of conductivity, density and specific heat: the one
+         * whose diffusivity k / (rho c) is largest (or not a number) sets it. */
+        int w = 0;
+        double aw = -1;
+        for (int i = 0; i < c->materials.count; i++) {
+            const heat_material *m = &c->materials.m[i];
+            const double a = m->k / (m->rho * m->cp);
+            if (!(a <= aw)) w = i, aw = a;
+        }
+        const heat_material *m = &c->materials.m[w];
+        char key[32];
+        if (c->materials.count > 1 || c->regions.count > 0)
+            snprintf(key, sizeof key, "materials[%d]", w);
+        else
+            snprintf(key, sizeof key, "material");
+        return heat_error_set(err, HEAT_EINPUT,
+                              "%s = \"%s\": its diffusivity k / (rho c) = %.9g / (%.9g * %.9g) = "
+                              "%.3g with the grid's spacing (hx = %.3g, hy = %.3g, hz = %.3g) "
+                              "gives the stability limit dt_max = 1 / (2 alpha sum 1/h^2) = %.3g, "
+                              "not a positive representable number: keep the conductivity, "
+                              "density and specific heat within about 1e-100 to 1e100",
+                              key, m->name, m->k, m->rho, m->cp, aw, c->d.h[0], c->d.h[1],
+                              c->grid.dims == 3 ? c->d.h[2] : 0.0, c->d.dt_max);
+    }
     if (!positive(c->d.dt_max))
         return heat_error_set(err, HEAT_EINPUT,
                               "material.diffusivity = %.9g with the grid's spacing (hx = %.3g, "

@@ -16,6 +16,7 @@
 
 #include "heat_case.h"
 #include "materials_helpers.h"
+#include "test_util.h"
 
 /* ---- material and materials ------------------------------------------- */
 
@@ -467,6 +468,26 @@ static void test_sources(void **state)
     free(many);
 }
 
+/* A material whose diffusivity k / (rho c) is no representable number (a
+ * density of 1e-320 makes it Inf) is named with its three values, not the
+ * deck's material.diffusivity, which it does not have. */
+static void test_material_extreme(void **state)
+{
+    (void)state;
+    heat_case c;
+    load_ok(mdeck(M_MATERIALS,
+                  "materials = ( { name = \"a\"; conductivity = 1.0; density = 1.0; "
+                  "specific_heat = 1.0; }, { name = \"b\"; conductivity = 4.0; density = 1e-320; "
+                  "specific_heat = 1000.0; } );",
+                  0),
+            NULL, 0, &c, NULL, NULL);
+    heat_error err;
+    assert_int_equal(heat_case_derive(&c, &err), HEAT_EINPUT);
+    test_expect_in("derive", err.msg, "materials[1] = \"b\": its diffusivity k / (rho c) = 4 / (");
+    test_expect_in("derive", err.msg, "= inf with the grid's spacing");
+    test_expect_in("derive", err.msg, "keep the conductivity, density and specific heat");
+}
+
 static void test_probes(void **state)
 {
     (void)state;
@@ -564,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_cylinder),
         cmocka_unit_test(test_file_region_keys),
         cmocka_unit_test(test_sources),
+        cmocka_unit_test(test_material_extreme),
         cmocka_unit_test(test_probes),
         cmocka_unit_test(test_convective_and_flux_faces),
     };
