@@ -1237,6 +1237,18 @@ static void bench_refuses_bad_options(const char *dir)
         EXPECT_NOT_ERR(&r, "grid.points");
         result_free(&r);
     }
+    /* A solve that cannot meet its target (1e-5 lies below float's floor
+     * here) is said not to have reached it, not given as a count. */
+    char json[4200];
+    path_in(json, sizeof json, dir, "mg.json");
+    heat(&r, dir, "bench", "--multigrid", "--backend", "cpu", "--size", "33x33x1", "--runs", "3",
+         "--precision", "float", "--json", json, NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "solve to max |du/dt| <= 1e-5: not reached in 200 cycles");
+    result_free(&r);
+    char *js = read_in(dir, "mg.json");
+    assert_non_null(strstr(js, "\"steady_reached\": false"));
+    free(js);
     heat(&r, dir, "bench", "--material-blocks", "0", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--material-blocks 0: expected an integer from 1 to 4096");
