@@ -402,7 +402,11 @@ void heat_deck_v_probes(vctx *v, const config_setting_t *root, heat_case *c)
 /* Faces and sources that need a conductivity, with only a diffusivity. */
 void heat_deck_check_conductivity(vctx *v, const config_setting_t *root, const heat_case *c)
 {
-    if (c->materials.count > 0) return;
+    /* Only a deck that gives a diffusivity: one whose materials could not
+     * be read has had that said already. */
+    const config_setting_t *one = MEMBER(root, "material");
+    if (c->materials.count > 0 || !one || !MEMBER(one, "diffusivity") || materials_list(root))
+        return;
     const config_setting_t *b = MEMBER(root, "boundary");
     for (int f = 0; f < 2 * c->grid.dims; f++) {
         if (c->bc[f].type != HEAT_BC_CONVECTIVE && c->bc[f].type != HEAT_BC_FLUX) continue;

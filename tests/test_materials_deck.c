@@ -137,6 +137,13 @@ static void test_materials_list_bad(void **state)
         "expected a list", "of 1 to 255 materials");
     BAD(mdeck(M_MATERIALS, "materials = ( );", 0), ORIGIN ":2: materials = ()", "1 to 255",
         "an empty list counts as none beside material = { ... }");
+    /* ... and only that: no sources' or faces' complaint of a diffusivity
+     * that the deck does not give. */
+    BAD(mdeck(M_MATERIALS, "materials = ( );", M_SOURCES,
+              "sources = ( { power_density = 5.0; box = { min = [0.0, 0.0, 0.0]; max = [1.0, 1.0, "
+              "1.0]; }; } );",
+              0),
+        ORIGIN ":2: materials = ()", "1 to 255");
     BAD(mdeck(M_MATERIALS, "materials = ( 1.0 );", 0), "materials[0] = 1.0", "expected a group");
     snprintf(text, sizeof text,
              "materials = ( %s, { conductivity = 1.0; density = 1.0; "
