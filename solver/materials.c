@@ -62,6 +62,58 @@ static int inside(const heat_case *c, const heat_shape *s, const double x[3])
     }
 }
 
+/* The grid indices along each axis that a shape may contain: its extent
+ * widened by a node on each side (inside decides), the whole axis for a
+ * file or an axis the shape does not bound. Painting tests only the shapes
+ * whose span holds a node: large grids with many small shapes no longer
+ * cost nodes times shapes evaluations of inside. */
+typedef struct span {
+    int64_t lo[3], hi[3];
+} span;
+
+static void index_range(const heat_case *c, int a, double lo, double hi, span *sp)
+{
+    const double n = (double)c->grid.n[a];
+    double l = floor((lo - c->grid.origin[a]) / c->d.h[a]) - 1.0;
+    double h = ceil((hi - c->grid.origin[a]) / c->d.h[a]) + 1.0;
+    /* NaN or beyond the axis: clamped (a NaN bound keeps the whole axis) */
+    l = l >= 0 ? (l <= n ? l : n) : 0;
+    h = h <= n ? (h >= -1 ? h : -1) : n;
+    sp->lo[a] = (int64_t)l;
+    sp->hi[a] = (int64_t)h;
+}
+
+static void shape_span(const heat_case *c, const heat_shape *s, span *sp)
+{
+    for (int a = 0; a < 3; a++) sp->lo[a] = 0, sp->hi[a] = c->grid.n[a];
+    for (int a = 0; a < c->grid.dims; a++) {
+        switch (s->kind) {
+        case HEAT_SHAPE_BOX:
+            index_range(c, a, s->min[a], s->max[a], sp);
+            break;
+        case HEAT_SHAPE_SPHERE:
+            index_range(c, a, s->center[a] - s->radius, s->center[a] + s->radius, sp);
+            break;
+        case HEAT_SHAPE_CYLINDER: {
+            if (a == s->axis) {
+                index_range(c, a, s->lo, s->hi, sp);
+                break;
+            }
+            const int k = a < s->axis ? a : a - 1; /* center's coordinate across the axis */
+            index_range(c, a, s->center[k] - s->radius, s->center[k] + s->radius, sp);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+}
+
+static int spans(const span *sp, int a, int64_t g)
+{
+    return g >= sp->lo[a] && g <= sp->hi[a];
+}
+
 /* The class of (material, power): found or added. */
 static int class_of(heat_classes *t, int material, double power, heat_error *err)
 {
@@ -120,12 +172,32 @@ static int files_open(const heat_case *c, files *fs, heat_error *err)
     return HEAT_OK;
 }
 
-/* The material of grid node g (coordinates x) after every region. */
-static int material_at(const heat_case *c, files *fs, const int64_t g[3], const double x[3],
-                       int *contained, heat_error *err)
+/* The shapes whose span holds a row of the grid (its y and z indices): the
+ * regions' in their order (ids into regions), the sources'. */
+typedef struct active {
+    span rs[HEAT_REGIONS_MAX], ss[HEAT_SOURCES_MAX];
+    int reg[HEAT_REGIONS_MAX], src[HEAT_SOURCES_MAX];
+    int nreg, nsrc;
+} active;
+
+static void active_row(const heat_case *c, active *t, int64_t gy, int64_t gz)
+{
+    t->nreg = t->nsrc = 0;
+    for (int r = 0; r < c->regions.count; r++)
+        if (spans(&t->rs[r], 1, gy) && spans(&t->rs[r], 2, gz)) t->reg[t->nreg++] = r;
+    for (int i = 0; i < c->sources.count; i++)
+        if (spans(&t->ss[i], 1, gy) && spans(&t->ss[i], 2, gz)) t->src[t->nsrc++] = i;
+}
+
+/* The material of grid node g (coordinates x) after every region of the
+ * row's active ones. */
+static int material_at(const heat_case *c, files *fs, const active *t, const int64_t g[3],
+                       const double x[3], int *contained, heat_error *err)
 {
     int m = 0;
-    for (int r = 0; r < c->regions.count; r++) {
+    for (int q = 0; q < t->nreg; q++) {
+        const int r = t->reg[q];
+        if (!spans(&t->rs[r], 0, g[0])) continue;
         const heat_region *reg = &c->regions.r[r];
         if (reg->shape.kind != HEAT_SHAPE_FILE) {
             if (!inside(c, &reg->shape, x)) continue;
@@ -156,14 +228,17 @@ static int material_at(const heat_case *c, files *fs, const int64_t g[3], const 
     return m;
 }
 
-static double power_at(const heat_case *c, const double x[3], int *contained)
+static double power_at(const heat_case *c, const active *t, const int64_t g[3], const double x[3],
+                       int *contained)
 {
     double q = 0;
-    for (int i = 0; i < c->sources.count; i++)
-        if (inside(c, &c->sources.s[i].shape, x)) {
+    for (int p = 0; p < t->nsrc; p++) {
+        const int i = t->src[p];
+        if (spans(&t->ss[i], 0, g[0]) && inside(c, &c->sources.s[i].shape, x)) {
             q += c->sources.s[i].power;
             if (contained) contained[HEAT_SOURCE_SLOT(i)] = 1;
         }
+    }
     return q;
 }
 
@@ -171,18 +246,26 @@ int heat_materials_paint(const heat_case *c, const int64_t lo[3], const int64_t 
                          heat_classes *t, int *contained, heat_error *err)
 {
     files fs;
+    active *t_act = malloc(sizeof *t_act);
+    if (!t_act) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    for (int r = 0; r < c->regions.count; r++) shape_span(c, &c->regions.r[r].shape, &t_act->rs[r]);
+    for (int i = 0; i < c->sources.count; i++) shape_span(c, &c->sources.s[i].shape, &t_act->ss[i]);
     int rc = files_open(c, &fs, err);
-    if (rc) return rc;
+    if (rc) {
+        free(t_act);
+        return rc;
+    }
     int last_m = -1, last_cls = 0;
     double last_q = 0;
     for (int64_t k = 0; k < n[2] && !rc; k++)
-        for (int64_t j = 0; j < n[1] && !rc; j++)
+        for (int64_t j = 0; j < n[1] && !rc; j++) {
+            active_row(c, t_act, grid_index(c, 1, lo[1] + j), grid_index(c, 2, lo[2] + k));
             for (int64_t i = 0; i < n[0] && !rc; i++) {
                 const int64_t g[3] = {grid_index(c, 0, lo[0] + i), grid_index(c, 1, lo[1] + j),
                                       grid_index(c, 2, lo[2] + k)};
                 const double x[3] = {coord(c, 0, g[0]), coord(c, 1, g[1]), coord(c, 2, g[2])};
-                const int m = material_at(c, &fs, g, x, contained, err);
-                const double q = power_at(c, x, contained);
+                const int m = material_at(c, &fs, t_act, g, x, contained, err);
+                const double q = power_at(c, t_act, g, x, contained);
                 if (m < 0) {
                     rc = err->code;
                     break;
@@ -197,7 +280,9 @@ int heat_materials_paint(const heat_case *c, const int64_t lo[3], const int64_t 
                 }
                 cls[(k * n[1] + j) * n[0] + i] = (uint8_t)last_cls;
             }
+        }
     files_close(c, &fs);
+    free(t_act);
     return rc;
 }
 
