@@ -185,7 +185,8 @@ static void v_box(vctx *v, const config_setting_t *g, const heat_case *c, heat_s
         if (s->min[a] > s->max[a])
             heat_deck_bad(v, MEMBER(g, "max"), "max[%d] < min[%d]: the box is empty", a, a);
         else if (!meets(c, a, s->min[a], s->max[a]))
-            heat_deck_bad(v, g, "the box lies outside the domain along %c", "xyz"[a]);
+            heat_deck_bad(v, g, "the box lies outside the domain along %c, [%.9g, %.9g]", "xyz"[a],
+                          c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
     }
 }
 
@@ -198,7 +199,8 @@ static void v_sphere(vctx *v, const config_setting_t *g, const heat_case *c, hea
         return;
     for (int a = 0; a < c->grid.dims; a++)
         if (!meets(c, a, s->center[a] - s->radius, s->center[a] + s->radius))
-            heat_deck_bad(v, g, "the sphere lies outside the domain along %c", "xyz"[a]);
+            heat_deck_bad(v, g, "the sphere lies outside the domain along %c, [%.9g, %.9g]",
+                          "xyz"[a], c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
 }
 
 static void v_cylinder(vctx *v, const config_setting_t *g, const heat_case *c, heat_shape *s)
@@ -237,7 +239,8 @@ static void v_cylinder(vctx *v, const config_setting_t *g, const heat_case *c, h
         const double hi = a == s->axis ? s->hi : s->center[k] + s->radius;
         if (a != s->axis) k++;
         if (!meets(c, a, lo, hi))
-            heat_deck_bad(v, g, "the cylinder lies outside the domain along %c", "xyz"[a]);
+            heat_deck_bad(v, g, "the cylinder lies outside the domain along %c, [%.9g, %.9g]",
+                          "xyz"[a], c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
     }
 }
 
@@ -393,8 +396,9 @@ void heat_deck_v_probes(vctx *v, const config_setting_t *root, heat_case *c)
         if (heat_deck_get_triple(v, g, "at", 1, p->at, "[x, y, z], three numbers") != 1) continue;
         for (int a = 0; a < c->grid.dims; a++)
             if (!meets(c, a, p->at[a], p->at[a]))
-                heat_deck_bad(v, MEMBER(g, "at"), "the point lies outside the domain along %c",
-                              "xyz"[a]);
+                heat_deck_bad(v, MEMBER(g, "at"),
+                              "the point lies outside the domain along %c, [%.9g, %.9g]", "xyz"[a],
+                              c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
     }
     if (n > 0) c->probes.count = n;
 }

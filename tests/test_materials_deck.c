@@ -296,7 +296,7 @@ static void test_box(void **state)
               "regions = ( { material = \"b\"; box = { min = [0.0, 0.0, 1.5]; max = [1.0, 1.0, "
               "2.0]; }; } );",
               0),
-        "regions[0].box = { ... }", "the box lies outside the domain along z");
+        "regions[0].box = { ... }", "the box lies outside the domain along z, [0, 1]");
     BAD(mdeck(M_REGIONS,
               "regions = ( { material = \"b\"; box = { min = [-2.0, 0.0, 0.0]; max = [-1.0, 1.0, "
               "1.0]; }; } );",
@@ -519,7 +519,8 @@ static void test_probes(void **state)
     BAD(mdeck(M_PROBES, "probes = ( { name = \"p\"; at = [0.5, 0.5]; } );", 0),
         "probes[0].at = [0.5, 0.5]", "expected [x, y, z], three numbers");
     BAD(mdeck(M_PROBES, "probes = ( { name = \"p\"; at = [0.5, 1.5, 0.5]; } );", 0),
-        ORIGIN ":5: probes[0].at = [0.5, 1.5, 0.5]", "the point lies outside the domain along y");
+        ORIGIN ":5: probes[0].at = [0.5, 1.5, 0.5]",
+        "the point lies outside the domain along y, [0, 1]");
     BAD(mdeck(M_PROBES, "probes = ( { name = \"p\"; at = [0.5, 0.5, 0.5]; every = 3; } );", 0),
         "unknown key probes[0].every", "allowed in a probe: name, at");
     char *many = repeat("probes = ( ", "{ name = \"p%d\"; at = [0.5, 0.5, 0.5]; }", 65, " );");
