@@ -1,4 +1,5 @@
 /* heat check: validate a deck and print what the run would do. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +329,17 @@ static void print_multigrid(const heat_case *c)
                "side): each step's solve then ends at the rounding floor\n",
                c->solver.implicit_tolerance, heat_precision_name(c->solver.precision),
                heat_case_implicit_floor(c));
+    /* Crank-Nicolson far above the explicit limit: the fastest modes (rate
+     * about 2 / dt_max) keep the factor (1 - r) / (1 + r), r = dt / dt_max. */
+    const double r = c->d.dt / c->d.dt_max;
+    if (c->time.scheme == HEAT_SCHEME_CRANK_NICOLSON && r > 10) {
+        const double g = (r - 1) / (r + 1);
+        printf("note            time.scheme = \"crank_nicolson\" at dt = %.4g times the explicit "
+               "limit: the grid's fastest modes change sign each step and shrink only by a factor "
+               "of about %.6f a step (%.0f steps to fall by 1e3), so a rough field rings; "
+               "\"backward_euler\" damps them by %.2g a step\n",
+               r, g, ceil(log(1e-3) / log(g)), 1.0 / (1.0 + 2.0 * r));
+    }
     if (heat_case_steady_multigrid(c) && heat_case_singular(c))
         printf("note            no Dirichlet or convective face: the steady state is fixed up to a "
                "constant; multigrid keeps the initial (rho c)-weighted mean\n");

@@ -232,6 +232,32 @@ static void test_check_stall_end(void **state)
     result_free(&r);
 }
 
+/* Crank-Nicolson far above the explicit limit: heat check says that the
+ * fastest modes ring; not at a dt near the limit, nor for backward Euler. */
+static void test_check_crank_nicolson_rings(void **state)
+{
+    (void)state;
+    char dir[4096];
+    scratch(dir, sizeof dir, "check_cn");
+    write_small_deck(dir);
+    result r;
+    heat(&r, dir, "check", "d.cfg", "--set",
+         "time={scheme=\"crank_nicolson\"; dt=0.1; max_steps=10;}", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "time.scheme = \"crank_nicolson\" at dt = ");
+    EXPECT_OUT(&r, "the grid's fastest modes change sign each step and shrink only by a factor");
+    EXPECT_OUT(&r, "\"backward_euler\" damps them");
+    result_free(&r);
+    const char *quiet[] = {"time={scheme=\"crank_nicolson\"; dt=0.001; max_steps=10;}",
+                           "time={scheme=\"backward_euler\"; dt=0.1; max_steps=10;}"};
+    for (int i = 0; i < 2; i++) {
+        heat(&r, dir, "check", "d.cfg", "--set", quiet[i], NULL);
+        expect_rc(&r, 0);
+        EXPECT_NOT_OUT(&r, "fastest modes change sign");
+        result_free(&r);
+    }
+}
+
 /* A multigrid deck: heat check names multigrid instead of the explicit
  * kernel, counts the levels' memory, and shows a split over ranks with how
  * the levels are held; a grid of one level cannot be split (exit 2, as heat
@@ -1328,6 +1354,7 @@ int main(void)
         cmocka_unit_test(test_check_prints_derived_numbers),
         cmocka_unit_test(test_check_multigrid),
         cmocka_unit_test(test_check_stall_end),
+        cmocka_unit_test(test_check_crank_nicolson_rings),
         cmocka_unit_test(test_check_default_deck),
         cmocka_unit_test(test_check_invalid_deck),
         cmocka_unit_test(test_check_refuses_what_run_refuses),
