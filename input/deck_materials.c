@@ -174,6 +174,13 @@ static int meets(const heat_case *c, int a, double lo, double hi)
     return hi >= o - eps && lo <= o + L + eps;
 }
 
+/* `what` (a shape, a point) of setting s misses the domain along axis a. */
+static void outside(vctx *v, const config_setting_t *s, const char *what, const heat_case *c, int a)
+{
+    heat_deck_bad(v, s, "the %s lies outside the domain along %c, [%.9g, %.9g]", what, "xyz"[a],
+                  c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
+}
+
 static void v_box(vctx *v, const config_setting_t *g, const heat_case *c, heat_shape *s)
 {
     static const char *const keys[] = {"min", "max", NULL};
@@ -185,8 +192,7 @@ static void v_box(vctx *v, const config_setting_t *g, const heat_case *c, heat_s
         if (s->min[a] > s->max[a])
             heat_deck_bad(v, MEMBER(g, "max"), "max[%d] < min[%d]: the box is empty", a, a);
         else if (!meets(c, a, s->min[a], s->max[a]))
-            heat_deck_bad(v, g, "the box lies outside the domain along %c, [%.9g, %.9g]", "xyz"[a],
-                          c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
+            outside(v, g, "box", c, a);
     }
 }
 
@@ -199,8 +205,7 @@ static void v_sphere(vctx *v, const config_setting_t *g, const heat_case *c, hea
         return;
     for (int a = 0; a < c->grid.dims; a++)
         if (!meets(c, a, s->center[a] - s->radius, s->center[a] + s->radius))
-            heat_deck_bad(v, g, "the sphere lies outside the domain along %c, [%.9g, %.9g]",
-                          "xyz"[a], c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
+            outside(v, g, "sphere", c, a);
 }
 
 static void v_cylinder(vctx *v, const config_setting_t *g, const heat_case *c, heat_shape *s)
@@ -238,9 +243,7 @@ static void v_cylinder(vctx *v, const config_setting_t *g, const heat_case *c, h
         const double lo = a == s->axis ? s->lo : s->center[k] - s->radius;
         const double hi = a == s->axis ? s->hi : s->center[k] + s->radius;
         if (a != s->axis) k++;
-        if (!meets(c, a, lo, hi))
-            heat_deck_bad(v, g, "the cylinder lies outside the domain along %c, [%.9g, %.9g]",
-                          "xyz"[a], c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
+        if (!meets(c, a, lo, hi)) outside(v, g, "cylinder", c, a);
     }
 }
 
@@ -395,10 +398,7 @@ void heat_deck_v_probes(vctx *v, const config_setting_t *root, heat_case *c)
         }
         if (heat_deck_get_triple(v, g, "at", 1, p->at, "[x, y, z], three numbers") != 1) continue;
         for (int a = 0; a < c->grid.dims; a++)
-            if (!meets(c, a, p->at[a], p->at[a]))
-                heat_deck_bad(v, MEMBER(g, "at"),
-                              "the point lies outside the domain along %c, [%.9g, %.9g]", "xyz"[a],
-                              c -> grid.origin[a], c->grid.origin[a] + c->grid.length[a]);
+            if (!meets(c, a, p->at[a], p->at[a])) outside(v, MEMBER(g, "at"), "point", c, a);
     }
     if (n > 0) c->probes.count = n;
 }

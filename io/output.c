@@ -35,7 +35,6 @@ struct heat_output {
     FILE *history;
     char *deck;
     heat_output_options opt;
-    heat_output_steady steady; /* what the next job's checkpoint records */
     size_t field_bytes;
     heat_index index; /* owned by the writer thread once it runs */
     int lock_fd;      /* the hold on the directory (heat_outdir_lock), or -1 */
@@ -195,9 +194,6 @@ static int start_writer(heat_output *o, heat_error *err)
     return HEAT_OK;
 }
 
-/* The directory ready for this run: made, locked for the run's life
- * (*lock_fd), the earlier run's files gone (--overwrite), a killed run's
- * temporary files gone. */
 /* The files the run reads, which --overwrite keeps (NULL-terminated):
  * initial.path (unless a restart, which never reads it) and the file
  * regions' files. */
@@ -228,6 +224,9 @@ static int check_inputs(const heat_case *c, const char *const *in, heat_error *e
     return HEAT_OK;
 }
 
+/* The directory ready for this run: made, locked for the run's life
+ * (*lock_fd), the earlier run's files gone (--overwrite), a killed run's
+ * temporary files gone. */
 static int prepare_dir(const heat_case *c, heat_output_mode mode, FILE *notices, int *lock_fd,
                        heat_error *err)
 {
@@ -475,15 +474,8 @@ void heat_output_release(heat_output *o, void *buffer)
     pthread_mutex_unlock(&o->mu);
 }
 
-void heat_output_set_steady(heat_output *o, const heat_output_steady *st)
-{
-    pthread_mutex_lock(&o->mu);
-    o->steady = *st;
-    pthread_mutex_unlock(&o->mu);
-}
-
 int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, int kinds,
-                       heat_error *err)
+                       const heat_output_steady *steady, heat_error *err)
 {
     pthread_mutex_lock(&o->mu);
     int i = slot_of(o, buffer);
@@ -497,7 +489,8 @@ int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, 
         pthread_mutex_unlock(&o->mu);
         return HEAT_ERUNTIME;
     }
-    job j = {i, step, time, kinds, o->steady};
+    job j = {i, step, time, kinds, {0, 0, 0, 0}};
+    if (steady) j.steady = *steady;
     if (o->opt.inline_writes) {
         /* No writer thread: written here and now, then the buffer is free. */
         pthread_mutex_unlock(&o->mu);

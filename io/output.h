@@ -144,23 +144,22 @@ int heat_output_acquire(heat_output *o, void **buffer, heat_error *err);
 /* Gives back an acquired buffer without writing it. */
 void heat_output_release(heat_output *o, void *buffer);
 
-/* Queues an acquired buffer, holding the field at `step` and `time`, to be
- * written as `kinds` (HEAT_OUTPUT_SNAPSHOT | HEAT_OUTPUT_CHECKPOINT); the
- * buffer returns to the pool when written. Does not wait for the disk. */
-int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, int kinds,
-                       heat_error *err);
-
 /* The stall check's state of a steady run (its lowest residual, that
- * residual's step, the checks since), which the checkpoints of the fields
- * submitted after this call record (docs/FORMAT.md), so that a restart
- * stops where the uninterrupted run would; have 0: none. */
+ * residual's step, the checks since), which a checkpoint records
+ * (docs/FORMAT.md), so that a restart stops where the uninterrupted run
+ * would; have 0: none. */
 typedef struct heat_output_steady {
     int have;
     double best;
     int64_t best_step, no_best;
 } heat_output_steady;
 
-void heat_output_set_steady(heat_output *o, const heat_output_steady *st);
+/* Queues an acquired buffer, holding the field at `step` and `time`, to be
+ * written as `kinds` (HEAT_OUTPUT_SNAPSHOT | HEAT_OUTPUT_CHECKPOINT), a
+ * checkpoint with `steady` (NULL: none); the buffer returns to the pool when
+ * written. Does not wait for the disk. */
+int heat_output_submit(heat_output *o, void *buffer, int64_t step, double time, int kinds,
+                       const heat_output_steady *steady, heat_error *err);
 
 /* Waits until everything submitted is written: after it returns HEAT_OK the
  * files are complete on disk. */

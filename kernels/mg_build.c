@@ -712,10 +712,9 @@ static int check_balance(double net, double mag, heat_error *err)
     return heat_error_set(
         err, HEAT_EINPUT,
         "steady.method = \"multigrid\": no boundary face is Dirichlet or convective with h > 0, "
-        "so the "
-        "steady state is fixed only up to a constant (the initial mean is kept) and exists only "
-        "when the heat put in sums to zero; here the sources and the Neumann and flux faces put "
-        "in %.6g net (%.6g in and out in all; W, per metre of depth in 2D, or with "
+        "so the steady state is fixed only up to a constant (the initial mean is kept) and "
+        "exists only when the heat put in sums to zero; here the sources and the Neumann and "
+        "flux faces put in %.6g net (%.6g in and out in all; W, per metre of depth in 2D, or with "
         "material.diffusivity alone the diffusivity times temperature times length): balance "
         "them, or make a face Dirichlet or convective",
         net, mag);

@@ -527,8 +527,7 @@ static int write_fields(run_state *s, int kinds, double now, heat_error *err)
     /* The stall check's state at this step goes with its checkpoint. */
     const heat_output_steady st = {s->c->steady.enabled && isfinite(s->best_residual),
                                    s->best_residual, s->best_step, s->checks_no_best};
-    heat_output_set_steady(s->out, &st);
-    rc = heat_output_submit(s->out, buf, s->step, heat_case_time(s->c, s->step), kinds, err);
+    rc = heat_output_submit(s->out, buf, s->step, heat_case_time(s->c, s->step), kinds, &st, err);
     if (rc) return agree(s, rc, err);
     if (kinds & HEAT_OUTPUT_SNAPSHOT) s->last_snapshot = s->step;
     if (kinds & HEAT_OUTPUT_CHECKPOINT) {

@@ -259,10 +259,10 @@ int heat_materials_paint(const heat_case *c, const int64_t lo[3], const int64_t 
     double last_q = 0;
     for (int64_t k = 0; k < n[2] && !rc; k++)
         for (int64_t j = 0; j < n[1] && !rc; j++) {
-            active_row(c, t_act, grid_index(c, 1, lo[1] + j), grid_index(c, 2, lo[2] + k));
+            const int64_t gy = grid_index(c, 1, lo[1] + j), gz = grid_index(c, 2, lo[2] + k);
+            active_row(c, t_act, gy, gz);
             for (int64_t i = 0; i < n[0] && !rc; i++) {
-                const int64_t g[3] = {grid_index(c, 0, lo[0] + i), grid_index(c, 1, lo[1] + j),
-                                      grid_index(c, 2, lo[2] + k)};
+                const int64_t g[3] = {grid_index(c, 0, lo[0] + i), gy, gz};
                 const double x[3] = {coord(c, 0, g[0]), coord(c, 1, g[1]), coord(c, 2, g[2])};
                 const int m = material_at(c, &fs, t_act, g, x, contained, err);
                 const double q = power_at(c, t_act, g, x, contained);

@@ -514,7 +514,7 @@ static void submit_past_a_busy_writer(heat_output *o, const heat_case *c, record
         void *buf;
         assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
         fill_step(c, buf, i);
-        assert_int_equal(heat_output_submit(o, buf, i, 0.5 * i, kinds[i], &err), HEAT_OK);
+        assert_int_equal(heat_output_submit(o, buf, i, 0.5 * i, kinds[i], NULL, &err), HEAT_OK);
     }
     assert_int_equal(allocations, 2);
     pthread_mutex_lock(&rec->mu);
@@ -538,11 +538,11 @@ static void submit_past_a_busy_writer(heat_output *o, const heat_case *c, record
     assert_int_equal(a.done, 1);
     assert_int_equal(allocations, 2); /* a buffer of the pool, not a new one */
     fill_step(c, a.buf, 2);
-    assert_int_equal(heat_output_submit(o, a.buf, 2, 1.0, kinds[2], &err), HEAT_OK);
+    assert_int_equal(heat_output_submit(o, a.buf, 2, 1.0, kinds[2], NULL, &err), HEAT_OK);
     void *buf;
     assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
     fill_step(c, buf, 3);
-    assert_int_equal(heat_output_submit(o, buf, 3, 1.5, kinds[3], &err), HEAT_OK);
+    assert_int_equal(heat_output_submit(o, buf, 3, 1.5, kinds[3], NULL, &err), HEAT_OK);
     assert_int_equal(heat_output_flush(o, &err), HEAT_OK);
 }
 
@@ -628,11 +628,12 @@ static void test_writer_error_surfaces(void **state)
     void *buf;
     assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
     fill_step(&r.c, buf, 0);
-    assert_int_equal(heat_output_submit(o, buf, 0, 0.0, HEAT_OUTPUT_SNAPSHOT, &err), HEAT_OK);
+    assert_int_equal(heat_output_submit(o, buf, 0, 0.0, HEAT_OUTPUT_SNAPSHOT, NULL, &err), HEAT_OK);
     assert_int_equal(heat_output_acquire(o, &buf, &err), HEAT_OK);
     fill_step(&r.c, buf, 1);
     /* the submit itself does not wait for the disk, so it succeeds */
-    assert_int_equal(heat_output_submit(o, buf, 1, 0.5, HEAT_OUTPUT_CHECKPOINT, &err), HEAT_OK);
+    assert_int_equal(heat_output_submit(o, buf, 1, 0.5, HEAT_OUTPUT_CHECKPOINT, NULL, &err),
+                     HEAT_OK);
     heat_error_clear(&err);
     assert_int_equal(heat_output_flush(o, &err), HEAT_ERUNTIME);
     test_expect_in("error", err.msg, "cannot write");
