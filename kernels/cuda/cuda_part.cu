@@ -98,6 +98,8 @@ struct part_state {
     heat_halo_stats st;
     cuda_mg *mg;    /* multigrid (heat_case_multigrid): its own level-0 buffers */
     int halo_first; /* pack before the interior starts (HEAT_CUDA_HALO_FIRST=1 or 0 sets it) */
+    int direct;     /* NCCL sends and receives a face that is one run of memory in place
+                       (HEAT_CUDA_HALO_DIRECT=0 packs every face, for measuring) */
     /* The variable-coefficient update (c->d.general): the classes laid out
      * as the local array (d_cls) and the tables (d_tab; their fields in gf
      * or gd, whose geometry each view fills). With multigrid, the classes on
@@ -239,6 +241,23 @@ static size_t phase_values(const heat_halo_plan &p, int ph, size_t *first)
     return p.nmsg[ph] ? hi - lo : 0;
 }
 
+/* Where a box is one run of the local array (a face of full planes, as a
+ * cut along z gives where x and y have no ghost layers): its first value,
+ * else -1. Packed, its values would come in the same order. */
+static int64_t box_run(const heat_halo_plan &p, const hbox &b)
+{
+    const int64_t first = heat_halo_at(&p, b.lo[0], b.lo[1], b.lo[2]);
+    const int64_t last = heat_halo_at(&p, b.hi[0] - 1, b.hi[1] - 1, b.hi[2] - 1);
+    const int64_t n = (b.hi[0] - b.lo[0]) * (b.hi[1] - b.lo[1]) * (b.hi[2] - b.lo[2]);
+    return last - first + 1 == n ? first : -1;
+}
+
+/* Whether NCCL takes this message's box in place, unpacked. */
+static bool in_place(const part_state *s, const hbox &b)
+{
+    return s->xp == XP_NCCL && s->direct && box_run(s->p, b) >= 0;
+}
+
 /* One phase of the exchange of `level`, queued on stream hi, in two halves
  * so that the interior can be launched between them: phase_post packs the
  * messages (and stages them to the host); phase_finish queues NCCL's
@@ -251,7 +270,9 @@ static int phase_post(part_state *s, void *level, int ph, heat_error *err)
     const size_t n = phase_values(p, ph, &first), bytes = n * s->vs, at = first * s->vs;
     PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 0)), s->hi));
     for (int i = 0; i < p.nmsg[ph]; i++)
-        PART_CHECK(copy_box(s, level, p.msg[ph][i].send, p.msg[ph][i].off, true, s->dsend, s->hi));
+        if (!in_place(s, p.msg[ph][i].send))
+            PART_CHECK(
+                copy_box(s, level, p.msg[ph][i].send, p.msg[ph][i].off, true, s->dsend, s->hi));
     PART_CHECK(cudaEventRecord(EV(s, EV_PACKED), s->hi));
     if (s->xp == XP_HOST)
         PART_CHECK(cudaMemcpyAsync((char *)s->hsend + at, (char *)s->dsend + at, bytes,
@@ -268,10 +289,13 @@ static int phase_finish(part_state *s, void *level, int ph, heat_error *err)
     heat_halo_msg recv[HEAT_NFACES], send[HEAT_NFACES];
     char *sb = (char *)(s->xp == XP_HOST ? s->hsend : s->dsend);
     char *rb = (char *)(s->xp == XP_HOST ? s->hrecv : s->drecv);
+    char *lv = (char *)level;
     for (int i = 0; i < p.nmsg[ph]; i++) {
         const hmsg &m = p.msg[ph][i];
-        send[i] = heat_halo_msg{m.peer, m.send_tag, sb + m.off * s->vs, m.count};
-        recv[i] = heat_halo_msg{m.peer, m.recv_tag, rb + m.off * s->vs, m.count};
+        char *from = in_place(s, m.send) ? lv + box_run(p, m.send) * s->vs : sb + m.off * s->vs;
+        char *to = in_place(s, m.recv) ? lv + box_run(p, m.recv) * s->vs : rb + m.off * s->vs;
+        send[i] = heat_halo_msg{m.peer, m.send_tag, from, m.count};
+        recv[i] = heat_halo_msg{m.peer, m.recv_tag, to, m.count};
     }
     int rc;
     if (s->xp == XP_NCCL) {
@@ -290,7 +314,9 @@ static int phase_finish(part_state *s, void *level, int ph, heat_error *err)
         PART_CHECK(cudaMemcpyAsync((char *)s->drecv + at, (char *)s->hrecv + at, bytes,
                                    cudaMemcpyHostToDevice, s->hi));
     for (int i = 0; i < p.nmsg[ph]; i++)
-        PART_CHECK(copy_box(s, level, p.msg[ph][i].recv, p.msg[ph][i].off, false, s->drecv, s->hi));
+        if (!in_place(s, p.msg[ph][i].recv))
+            PART_CHECK(
+                copy_box(s, level, p.msg[ph][i].recv, p.msg[ph][i].off, false, s->drecv, s->hi));
     PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 3)), s->hi));
     return HEAT_OK;
 }
@@ -1047,6 +1073,8 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
         s->fused = fused;
         const char *hf = getenv("HEAT_CUDA_HALO_FIRST");
         s->halo_first = hf && *hf ? strcmp(hf, "0") != 0 : -1;
+        const char *hd = getenv("HEAT_CUDA_HALO_DIRECT");
+        s->direct = !(hd && !strcmp(hd, "0"));
         heat_halo_plan_init(&s->p, c, part, s->V);
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
