@@ -263,18 +263,44 @@ elif has sanitize && [ "${#multi[@]}" = 0 ]; then
   record "sanitize: skipped (one GPU)" INFO
 elif has sanitize; then
   say "sanitize: compute-sanitizer memcheck, 2 ranks"
+  # NCCL's set-up asks for the attributes of its kernels for every
+  # architecture it was built for (cudaFuncGetAttributes); those this GPU
+  # cannot run answer "no kernel image" (error 209), which NCCL expects, and
+  # memcheck reports each as an API error. nccl_probes LOGS prints how many
+  # such reports, whose backtrace is in libnccl, the logs hold when they hold
+  # nothing else, and nothing when they hold another report.
+  nccl_probes() {
+    awk '
+      /^========= (COMPUTE-SANITIZER|ERROR SUMMARY)/ { next }
+      /^========= [^ ]/ {
+        done_record(); open = 1; nccl = 0
+        probe = /cudaErrorNoKernelImageForDevice/ && /cudaFuncGetAttributes/; next
+      }
+      open && /in libnccl/ { nccl = 1 }
+      function done_record() { if (open) { if (probe && nccl) n++; else other++ } open = 0 }
+      END { done_record(); if (!other) print n + 0 }
+    ' "$@"
+  }
   : >"$out/sanitize.log"
   for tr in $transports; do
     for p in float double; do
       for tb in 1 3; do
         tag=${tr}_${p}_$tb
         rm -rf "$out/san_$tag"
-        if "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
           --log-file "$out/san_${tag}_%p.log" "$heat" run "$out/correct.cfg" --quiet \
           --set "solver.precision=\"$p\"" --set "solver.temporal_block=$tb" \
           --set "parallel.transport=\"$tr\"" --set "output.dir=\"$out/san_$tag\"" \
-          >"$out/san_$tag.out" 2>&1; then
-          echo "ok   memcheck $tr $p k=$tb" >>"$out/sanitize.log"
+          >"$out/san_$tag.out" 2>&1
+        rc=$?
+        # memcheck's exit status 9 hides heat's own: a run that reported
+        # only NCCL's probes passes when heat printed no error ("heat: ...").
+        probes=$(nccl_probes "$out"/san_"${tag}"_*.log)
+        if [ "$rc" = 0 ] || { [ "$rc" = 9 ] && [ "${probes:-0}" -gt 0 ] &&
+          ! grep -q '^heat: ' "$out/san_$tag.out"; }; then
+          note=""
+          [ "$rc" = 9 ] && note=" ($probes reports of NCCL's kernel-image probes, ignored)"
+          echo "ok   memcheck $tr $p k=$tb$note" >>"$out/sanitize.log"
           rm -f "$out"/san_"${tag}"_*.log "$out/san_$tag.out"
         else
           echo "FAIL memcheck $tr $p k=$tb (logs $out/san_${tag}_*.log)" >>"$out/sanitize.log"
