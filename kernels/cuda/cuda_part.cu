@@ -100,6 +100,11 @@ struct part_state {
     int halo_first; /* pack before the interior starts (HEAT_CUDA_HALO_FIRST=1 or 0 sets it) */
     int direct;     /* NCCL sends and receives a face that is one run of memory in place
                        (HEAT_CUDA_HALO_DIRECT=0 packs every face, for measuring) */
+    /* HEAT_CUDA_HALO_TRACE=PREFIX: every step's event times into
+     * PREFIX.RANK.csv, from t0 (recorded at the first step), for measuring */
+    FILE *trace;
+    cudaEvent_t t0;
+    int overlap; /* the interior overlaps the exchange (HEAT_CUDA_HALO_OVERLAP=0: not) */
     /* The variable-coefficient update (c->d.general): the classes laid out
      * as the local array (d_cls) and the tables (d_tab; their fields in gf
      * or gd, whose geometry each view fills). With multigrid, the classes on
@@ -356,27 +361,57 @@ static void account_slot(part_state *s, int k)
                            : elapsed(e[PHASE_EV(0, 0)], e[PHASE_EV(last, 3)]);
     if (wait > 0) s->st.exposed += 1e-3 * wait;
     s->st.exchanges++;
+    if (s->trace && s->pending[k] == SLOT_STEP) {
+        /* ms from t0: the step began (the last interior and unpacking
+         * done), the shell done, the first phase packed, transferred, the
+         * last unpacked, the interior done, the step's end */
+        const int ids[] = {EV_BEGIN,         PHASE_EV(0, 0),     PHASE_EV(0, 1), PHASE_EV(0, 2),
+                           PHASE_EV(last, 3), EV_INTERIOR, EV_END};
+        fprintf(s->trace, "%llu", (unsigned long long)s->st.exchanges);
+        for (int id : ids) fprintf(s->trace, ",%.4f", elapsed(s->t0, e[id]));
+        fputc('\n', s->trace);
+    }
     s->pending[k] = 0;
 }
 
-/* Waits for the GPU and reads every pending slot's figures, oldest first. */
-static int settle(part_state *s, heat_error *err)
+/* Reads every pending slot's figures, oldest first; their events must be
+ * done. */
+static void account_pending(part_state *s)
 {
-    PART_CHECK(cudaStreamSynchronize(s->hi));
     for (int i = 1; i <= NSLOT; i++) {
         const int k = (s->slot + i) % NSLOT;
         if (s->pending[k]) account_slot(s, k);
     }
+}
+
+/* Waits for the GPU and reads every pending slot's figures. */
+static int settle(part_state *s, heat_error *err)
+{
+    PART_CHECK(cudaStreamSynchronize(s->hi));
+    account_pending(s);
     return HEAT_OK;
 }
 
-/* The current slot's events are recorded: on to the next one, waiting for
- * the GPU when it is still pending (every NSLOT steps). */
+/* The current slot's events are recorded: on to the next one. When that
+ * one is still pending (its step NSLOT steps back), the host waits for that
+ * step alone and reads its figures: the GPU keeps the NSLOT - 1 steps
+ * queued since. (Waiting for all of them, as settle does, left the GPU idle
+ * while the host read 32 slots and queued the next step: 0.25 ms every 32
+ * steps at 512^3 on two H200s.) */
 static int next_slot(part_state *s, int kind, heat_error *err)
 {
     s->pending[s->slot] = (unsigned char)kind;
     s->slot = (s->slot + 1) % NSLOT;
-    return s->pending[s->slot] ? settle(s, err) : HEAT_OK;
+    const int k = s->slot;
+    if (!s->pending[k]) return HEAT_OK;
+    const int last = s->p.nphase - 1;
+    if (s->pending[k] == SLOT_STEP) {
+        PART_CHECK(cudaEventSynchronize(s->ev[k][EV_INTERIOR]));
+        PART_CHECK(cudaEventSynchronize(s->ev[k][EV_END]));
+    }
+    PART_CHECK(cudaEventSynchronize(s->ev[k][PHASE_EV(last, 3)]));
+    account_slot(s, k);
+    return HEAT_OK;
 }
 
 /* A whole exchange of `level`, nothing else going on (queued: with NCCL the
@@ -420,6 +455,10 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
 {
     const heat_halo_plan &p = s->p;
     const bool any = heat_halo_any(&p);
+    if (s->trace && !s->t0) {
+        PART_CHECK(cudaEventCreate(&s->t0));
+        PART_CHECK(cudaEventRecord(s->t0, s->hi));
+    }
     PART_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
     for (int i = 0; i < p.nshell; i++)
         PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi));
@@ -428,18 +467,23 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
      * then take every SM until it ends, and the packing or NCCL's kernel
      * would wait for them (docs/PERFORMANCE.md, "Several GPUs"). MPI's
      * transfer, on the host, comes after the interior's launch. */
-    const bool early = any && s->halo_first;
+    /* Serial (HEAT_CUDA_HALO_OVERLAP=0, for measuring): the whole exchange,
+     * then the interior, which then runs alone. */
+    const bool serial = any && !s->overlap;
+    const bool early = any && !serial && s->halo_first;
     int rc = early ? phase_post(s, s->v, 0, err) : HEAT_OK;
     if (!rc && early && s->xp == XP_NCCL) rc = phase_finish(s, s->v, 0, err);
+    for (int ph = 0; serial && !rc && ph < p.nphase; ph++) rc = exchange_phase(s, s->v, ph, err);
     if (rc) return rc;
-    PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, early ? EV_PACKED : EV_BEGIN), 0));
+    if (serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
+    PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, serial ? EV_END : early ? EV_PACKED : EV_BEGIN), 0));
     PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
     PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
     if (early && s->xp != XP_NCCL) rc = phase_finish(s, s->v, 0, err);
-    for (int ph = early ? 1 : 0; !rc && any && ph < p.nphase; ph++)
+    for (int ph = early ? 1 : 0; !rc && any && !serial && ph < p.nphase; ph++)
         rc = exchange_phase(s, s->v, ph, err);
     if (rc) return rc;
-    PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
+    if (!serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
     PART_CHECK(cudaStreamWaitEvent(s->hi, EV(s, EV_INTERIOR), 0));
     if (resid) PART_CHECK(launch_residual(s));
     swap_levels(s);
@@ -508,8 +552,10 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
             if (rc) return rc;
         }
     }
-    int rc = settle(s, err);
-    if (rc) return rc;
+    /* The slots stay pending: reading up to NSLOT of them here, with the
+     * GPU idle until the next steps are queued, made each check 0.2 ms
+     * longer (next_slot or part_halo_stats reads them). */
+    PART_CHECK(cudaStreamSynchronize(s->hi));
     if (residual) {
         PART_CHECK(cudaMemcpy(s->h_resid, s->d_resid, sizeof *s->h_resid, cudaMemcpyDeviceToHost));
         double m;
@@ -752,6 +798,8 @@ static void part_destroy(heat_backend *b)
         for (int k = 0; k < NSLOT; k++)
             for (int i = 0; i < NEV; i++)
                 if (s->ev[k][i]) cudaEventDestroy(s->ev[k][i]);
+        if (s->t0) cudaEventDestroy(s->t0);
+        if (s->trace) fclose(s->trace);
         if (s->hi) cudaStreamDestroy(s->hi);
         if (s->lo) cudaStreamDestroy(s->lo);
         free(s);
@@ -802,6 +850,8 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
 {
     part_state *s = (part_state *)b->impl;
     std::vector<double> tp(runs), tt(runs), tu(runs);
+    int rc0 = settle(s, err); /* the steps' slots read first: not counted below */
+    if (rc0) return rc0;
     for (int r = 0; r < runs; r++) {
         const heat_halo_stats before = s->st;
         int rc = exchange_settled(s, s->u, err);
@@ -818,7 +868,11 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
 
 static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
 {
-    const part_state *s = (const part_state *)b->impl;
+    part_state *s = (part_state *)b->impl;
+    if (cudaStreamSynchronize(s->hi) == cudaSuccess)
+        account_pending(s);
+    else
+        cudaGetLastError();
     *st = s->st;
     if (s->mg) heat_cuda_mg_halo_stats(s->mg, st);
 }
@@ -1075,6 +1129,16 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
         s->halo_first = hf && *hf ? strcmp(hf, "0") != 0 : -1;
         const char *hd = getenv("HEAT_CUDA_HALO_DIRECT");
         s->direct = !(hd && !strcmp(hd, "0"));
+        const char *ov = getenv("HEAT_CUDA_HALO_OVERLAP");
+        s->overlap = !(ov && !strcmp(ov, "0"));
+        const char *tr = getenv("HEAT_CUDA_HALO_TRACE");
+        if (tr && *tr) {
+            char name[4096];
+            snprintf(name, sizeof name, "%s.%d.csv", tr, part->rank);
+            s->trace = fopen(name, "w");
+            if (s->trace)
+                fputs("step,begin,shell,packed,transferred,unpacked,interior,end\n", s->trace);
+        }
         heat_halo_plan_init(&s->p, c, part, s->V);
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
