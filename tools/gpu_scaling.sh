@@ -11,7 +11,8 @@
 #      field and the step, time and residual columns of history.csv equal to
 #      a one-rank run bit for bit (h5py);
 #   3. sanitize: compute-sanitizer memcheck on 2-rank runs (nccl and mpi,
-#      float and double, temporal_block 1 and 3);
+#      float and double, temporal_block 1 and 3); reports of NCCL's own
+#      probes of kernel images (error 209) are counted, not failed;
 #   4. weak: 512^3 points per GPU (grid.points [512, 512, 512 N], split
 #      1 x 1 x N), float and double, temporal_block 1 and "auto", transports
 #      nccl and mpi, 1000 steps, the residual every 100, no output between the
