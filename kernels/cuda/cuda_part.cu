@@ -365,8 +365,8 @@ static void account_slot(part_state *s, int k)
         /* ms from t0: the step began (the last interior and unpacking
          * done), the shell done, the first phase packed, transferred, the
          * last unpacked, the interior done, the step's end */
-        const int ids[] = {EV_BEGIN,         PHASE_EV(0, 0),     PHASE_EV(0, 1), PHASE_EV(0, 2),
-                           PHASE_EV(last, 3), EV_INTERIOR, EV_END};
+        const int ids[] = {EV_BEGIN,          PHASE_EV(0, 0), PHASE_EV(0, 1), PHASE_EV(0, 2),
+                           PHASE_EV(last, 3), EV_INTERIOR,    EV_END};
         fprintf(s->trace, "%llu", (unsigned long long)s->st.exchanges);
         for (int id : ids) fprintf(s->trace, ",%.4f", elapsed(s->t0, e[id]));
         fputc('\n', s->trace);
@@ -476,7 +476,8 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     for (int ph = 0; serial && !rc && ph < p.nphase; ph++) rc = exchange_phase(s, s->v, ph, err);
     if (rc) return rc;
     if (serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
-    PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, serial ? EV_END : early ? EV_PACKED : EV_BEGIN), 0));
+    const int start = serial ? EV_END : early ? EV_PACKED : EV_BEGIN; /* the interior's */
+    PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, start), 0));
     PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
     PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
     if (early && s->xp != XP_NCCL) rc = phase_finish(s, s->v, 0, err);
