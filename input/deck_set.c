@@ -111,6 +111,188 @@ static int parse_value(config_t *tmp, const char *key, const char *value, heat_e
                                   value);
 }
 
+/* One part of a --set key: a name, or the index of an element of a list or
+ * array, written name[i] (as heat's messages write it) or name.[i] (as
+ * libconfig's paths do). */
+typedef struct {
+    const char *name; /* NULL: an index */
+    long index;
+} key_step;
+
+#define KEY_STEPS 64
+
+/* Splits key (modified in place) into steps. HEAT_EINPUT, naming the key,
+ * for a part that is neither a valid name nor an index. */
+static int split_key(char *key, const char *set, int klen, key_step *steps, int *n, heat_error *err)
+{
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(key, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
+        char part[512];
+        snprintf(part, sizeof part, "%s", tok);
+        char *br = strchr(tok, '[');
+        if (br != tok) {
+            if (br) *br = '\0';
+            if (!valid_name(tok))
+                return heat_error_append(
+                    err, HEAT_EINPUT, "--set %.*s: '%s' is not a valid key name", klen, set, part);
+            if (*n == KEY_STEPS) break;
+            steps[(*n)++] = (key_step){tok, 0};
+        }
+        /* q: just after a '[' */
+        for (char *q = br ? br + 1 : NULL; q;) {
+            char *end = NULL;
+            errno = 0;
+            const long i = isdigit((unsigned char)*q) ? strtol(q, &end, 10) : -1;
+            if (i < 0 || errno || *end != ']' || (end[1] && end[1] != '['))
+                return heat_error_append(err, HEAT_EINPUT,
+                                         "--set %.*s: '%s' is not a valid key name or element "
+                                         "(write name, name[i] or name.[i], i from 0)",
+                                         klen, set, part);
+            if (*n == KEY_STEPS) break;
+            steps[(*n)++] = (key_step){NULL, i};
+            q = end[1] ? end + 2 : NULL;
+        }
+    }
+    if (*n == KEY_STEPS)
+        return heat_error_append(err, HEAT_EINPUT, "--set %.*s: the key has too many parts", klen,
+                                 set);
+    return HEAT_OK;
+}
+
+static int is_seq(const config_setting_t *s)
+{
+    return config_setting_is_list(s) || config_setting_is_array(s);
+}
+
+/* The key up to and including step k, as heat's messages write it. */
+static void key_text(const key_step *steps, int k, char *out, size_t size)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i <= k && len < size; i++) {
+        int w = steps[i].name ? snprintf(out + len, size - len, "%s%s", i ? "." : "", steps[i].name)
+                              : snprintf(out + len, size - len, "[%ld]", steps[i].index);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+/* Stores scalar src into scalar element e of a list or array: the same
+ * type, or an integer into a number. 0 on success. */
+static int set_scalar(config_setting_t *e, const config_setting_t *src)
+{
+    const int te = config_setting_type(e), ts = config_setting_type(src);
+    const int ie = te == CONFIG_TYPE_INT || te == CONFIG_TYPE_INT64;
+    const int is = ts == CONFIG_TYPE_INT || ts == CONFIG_TYPE_INT64;
+    if (ie && is) {
+        const long long v = config_setting_get_int64(src);
+        if (te == CONFIG_TYPE_INT && (v < INT32_MIN || v > INT32_MAX))
+            return config_setting_set_int64(e, v) ? 0 : -1;
+        return te == CONFIG_TYPE_INT ? !config_setting_set_int(e, (int)v)
+                                     : !config_setting_set_int64(e, v);
+    }
+    if (te == CONFIG_TYPE_FLOAT && (is || ts == CONFIG_TYPE_FLOAT))
+        return !config_setting_set_float(e, is ? (double)config_setting_get_int64(src)
+                                               : config_setting_get_float(src));
+    if (te == CONFIG_TYPE_BOOL && ts == CONFIG_TYPE_BOOL)
+        return !config_setting_set_bool(e, config_setting_get_bool(src));
+    if (te == CONFIG_TYPE_STRING && ts == CONFIG_TYPE_STRING)
+        return !config_setting_set_string(e, config_setting_get_string(src));
+    return -1;
+}
+
+/* Replaces element e (a group, list or array) by src of the same kind:
+ * its members or elements go, src's are copied in. 0 on success. */
+static int set_aggregate(config_setting_t *e, const config_setting_t *src)
+{
+    while (config_setting_length(e) > 0) config_setting_remove_elem(e, 0);
+    const int group = config_setting_is_group(e);
+    for (int i = 0; i < config_setting_length(src); i++) {
+        const config_setting_t *m = config_setting_get_elem(src, (unsigned)i);
+        if (copy_setting(e, group ? config_setting_name(m) : NULL, m)) return -1;
+    }
+    return 0;
+}
+
+/* Walks the key's steps from the root, creating groups for missing names
+ * (not lists: an index needs a list that is there), and stores src at the
+ * last step. */
+static int set_path(config_setting_t *cur, char *key, const char *set, int klen,
+                    const config_setting_t *src, heat_error *err)
+{
+    key_step steps[KEY_STEPS];
+    int n = 0;
+    int rc = split_key(key, set, klen, steps, &n, err);
+    if (rc || n == 0)
+        return rc ? rc : heat_error_append(err, HEAT_EINPUT, "--set %.*s: no key", klen, set);
+    char here[512];
+    for (int k = 0; k < n; k++) {
+        const key_step *st = &steps[k];
+        const int last = k == n - 1;
+        config_setting_t *m;
+        if (st->name) {
+            m = config_setting_get_member(cur, st->name);
+            if (last) {
+                if (m) config_setting_remove(cur, st->name);
+                if (copy_setting(cur, st->name, src) != 0)
+                    return heat_error_append(err, HEAT_EINPUT, "--set %.*s: cannot store the value",
+                                             klen, set);
+                return HEAT_OK;
+            }
+            if (!m && steps[k + 1].name) m = config_setting_add(cur, st->name, CONFIG_TYPE_GROUP);
+            key_text(steps, k, here, sizeof here);
+            if (!m)
+                return heat_error_append(err, HEAT_EINPUT,
+                                         "--set %.*s: the deck has no %s to take an element of: "
+                                         "give the whole list (--set %s=(...))",
+                                         klen, set, here, here);
+        } else {
+            const int len = config_setting_length(cur);
+            key_text(steps, k - 1, here, sizeof here);
+            if (st->index >= len) {
+                if (len == 0)
+                    return heat_error_append(err, HEAT_EINPUT,
+                                             "--set %.*s: %s has no elements: give the whole %s",
+                                             klen, set, here, heat_deck_type_text(cur) + 2);
+                return heat_error_append(err, HEAT_EINPUT,
+                                         "--set %.*s: %s has %d element%s, [0]%s%.0d%s", klen, set,
+                                         here, len, len == 1 ? "" : "s", len > 1 ? " to [" : "",
+                                         len > 1 ? len - 1 : 0, len > 1 ? "]" : "");
+            }
+            m = config_setting_get_elem(cur, (unsigned)st->index);
+            key_text(steps, k, here, sizeof here);
+            if (last) {
+                const int agg = config_setting_is_aggregate(m),
+                          sagg = config_setting_is_aggregate(src);
+                const int same =
+                    agg && sagg && config_setting_is_group(m) == config_setting_is_group(src);
+                if (same ? set_aggregate(m, src) : agg || sagg ? -1 : set_scalar(m, src))
+                    return heat_error_append(
+                        err, HEAT_EINPUT,
+                        "--set %s: %s is %s and the value is %s: an element takes a value of "
+                        "its own kind (an integer may stand for a number); to change its kind, "
+                        "give the whole %s",
+                        set, here, heat_deck_type_text(m), heat_deck_type_text(src),
+                        config_setting_is_array(cur) ? "array" : "list");
+                m->line = 0; /* messages now say --set, as for a key it adds */
+                return HEAT_OK;
+            }
+        }
+        const int want_group = steps[k + 1].name != NULL;
+        key_text(steps, k, here, sizeof here);
+        if (want_group && !config_setting_is_group(m))
+            return heat_error_append(err, HEAT_EINPUT, "--set %.*s: %s is %s, not a group", klen,
+                                     set, here, heat_deck_type_text(m));
+        if (!want_group && !is_seq(m))
+            return heat_error_append(err, HEAT_EINPUT,
+                                     "--set %.*s: %s is %s, not a list or an array", klen, set,
+                                     here, heat_deck_type_text(m));
+        cur = m;
+    }
+    return HEAT_OK;
+}
+
 int heat_deck_apply_set(config_t *cfg, const char *set, heat_error *err)
 {
     const char *eq = strchr(set, '=');
@@ -144,35 +326,7 @@ int heat_deck_apply_set(config_t *cfg, const char *set, heat_error *err)
         return prc;
     }
     const config_setting_t *src = config_lookup(&tmp, "v");
-
-    config_setting_t *cur = config_root_setting(cfg);
-    char *save = NULL, *tok = strtok_r(key, ".", &save);
-    int rc = HEAT_OK;
-    while (tok) {
-        char *next = strtok_r(NULL, ".", &save);
-        if (!valid_name(tok)) {
-            rc = heat_error_append(err, HEAT_EINPUT, "--set %.*s: '%s' is not a valid key name",
-                                   (int)klen, set, tok);
-            break;
-        }
-        config_setting_t *m = config_setting_get_member(cur, tok);
-        if (next) {
-            if (!m)
-                m = config_setting_add(cur, tok, CONFIG_TYPE_GROUP);
-            else if (!config_setting_is_group(m)) {
-                rc = heat_error_append(err, HEAT_EINPUT, "--set %.*s: '%s' is %s, not a group",
-                                       (int)klen, set, tok, heat_deck_type_text(m));
-                break;
-            }
-            cur = m;
-        } else {
-            if (m) config_setting_remove(cur, tok);
-            if (copy_setting(cur, tok, src) != 0)
-                rc = heat_error_append(err, HEAT_EINPUT, "--set %.*s: cannot store the value",
-                                       (int)klen, set);
-        }
-        tok = next;
-    }
+    int rc = set_path(config_root_setting(cfg), key, set, (int)klen, src, err);
     config_destroy(&tmp);
     return rc;
 }

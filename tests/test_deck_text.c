@@ -228,6 +228,67 @@ static void test_set_values(void **state)
     assert_int_equal(c.time.max_steps, 100000);
 }
 
+/* An element of a list or array: name[i] (as the messages write it) or
+ * name.[i] (libconfig's paths), at any depth. */
+static void test_set_elements(void **state)
+{
+    (void)state;
+    heat_case c;
+    const char *pts[] = {"grid.points[2]=32", "grid.points.[0]=20", "grid.length[1]=2"};
+    load_ok(deck(0), pts, 3, &c, NULL, NULL);
+    assert_int_equal(c.grid.n[0], 20);
+    assert_int_equal(c.grid.n[2], 32);
+    assert_true(c.grid.length[1] == 2.0);
+
+    static const char mats[] =
+        "materials = ( { name = \"a\"; conductivity = 1.0; density = 1.0; specific_heat = 1.0; },"
+        " { name = \"b\"; conductivity = 2.0; density = 3.0; specific_heat = 4.0; } );";
+    const char *one[] = {"materials[1].conductivity=5.0", "materials.[0].name=c"};
+    load_ok(deck(L_MATERIAL, mats, 0), one, 2, &c, NULL, NULL);
+    assert_int_equal(c.materials.count, 2);
+    assert_true(c.materials.m[1].k == 5.0);
+    assert_true(c.materials.m[1].rho == 3.0);
+    assert_string_equal(c.materials.m[0].name, "c");
+    /* A whole element group: its keys replaced, not merged. */
+    const char *whole[] = {"materials[0]={name=\"d\"; conductivity=7.0; density=1.0; "
+                           "specific_heat=1.0;}"};
+    load_ok(deck(L_MATERIAL, mats, 0), whole, 1, &c, NULL, NULL);
+    assert_string_equal(c.materials.m[0].name, "d");
+    assert_true(c.materials.m[0].k == 7.0);
+    assert_true(c.materials.m[1].k == 2.0);
+
+    /* Problems: an element that is not there, a part that is no list, a
+     * value of another kind, an index that is no index, a list the deck
+     * lacks; the deck's checks of a changed element say --set. */
+    const char *range[] = {"grid.points[3]=4"};
+    EXPECT_SET_ERR(range, "--set grid.points[3]: grid.points has 3 elements, [0] to [2]");
+    const char *mrange[] = {"materials[2].density=1"};
+    expect_err(deck(L_MATERIAL, mats, 0), mrange, 1, 1,
+               NEEDLES("--set materials[2].density: materials has 2 elements, [0] to [1]"));
+    const char *group[] = {"grid[0]=4"};
+    EXPECT_SET_ERR(group, "--set grid[0]: grid is a group, not a list or an array");
+    const char *scalar[] = {"grid.points[1][0]=4"};
+    EXPECT_SET_ERR(scalar, "grid.points[1] is an integer, not a list or an array");
+    const char *kind[] = {"grid.points[0]=64.5"};
+    EXPECT_SET_ERR(kind,
+                   "--set grid.points[0]=64.5: grid.points[0] is an integer and the value "
+                   "is a number",
+                   "give the whole array");
+    const char *kind2[] = {"materials[0]=5"};
+    expect_err(deck(L_MATERIAL, mats, 0), kind2, 1, 1,
+               NEEDLES("materials[0] is a group and the value is an integer", "whole list"));
+    const char *badidx[] = {"grid.points[-1]=4", "grid.points[x]=4", "grid.points[1]x=4"};
+    expect_err(deck(0), badidx, 3, 3,
+               NEEDLES("'points[-1]' is not a valid key name or element",
+                       "'points[x]' is not a valid", "'points[1]x' is not a valid"));
+    const char *nolist[] = {"sources[0].power=1"};
+    EXPECT_SET_ERR(nolist, "--set sources[0].power: the deck has no sources to take an element "
+                           "of: give the whole list (--set sources=(...))");
+    const char *checked[] = {"grid.points[1]=2"};
+    const char *m = EXPECT_SET_ERR(checked, "--set: grid.points[1] = 2", ">= 3");
+    assert_lacks(m, ORIGIN ":");
+}
+
 static void test_set_syntax_errors(void **state)
 {
     (void)state;
@@ -238,9 +299,10 @@ static void test_set_syntax_errors(void **state)
     const char *empty_key[] = {"=3"};
     EXPECT_SET_ERR(empty_key, "--set =3", "empty");
     const char *not_group[] = {"name.first=x"};
-    EXPECT_SET_ERR(not_group, "--set name.first", "'name'", "not a group");
+    EXPECT_SET_ERR(not_group, "--set name.first: name is a string, not a group");
     const char *scalar_parent[] = {"material.diffusivity.x=1"};
-    EXPECT_SET_ERR(scalar_parent, "--set material.diffusivity.x", "'diffusivity'", "not a group");
+    EXPECT_SET_ERR(scalar_parent,
+                   "--set material.diffusivity.x: material.diffusivity is a number, not a group");
     const char *bad_key[] = {"time.9=1"};
     EXPECT_SET_ERR(bad_key, "--set time.9", "'9'", "not a valid key");
     /* An empty part of a key (a dot at either end, or two in a row) is an
@@ -498,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_file_errors_name_file_and_line),
         cmocka_unit_test(test_set_values),
+        cmocka_unit_test(test_set_elements),
         cmocka_unit_test(test_set_syntax_errors),
         cmocka_unit_test(test_set_validation_errors),
         cmocka_unit_test(test_temporal_auto),
