@@ -222,16 +222,17 @@ static void print_output(const heat_case *c)
 
 /* The grid painted plane by plane (materials, regions, sources): 0, or 2
  * after saying what is wrong (a material file that cannot be read, of
- * another shape or with an index out of range). Before the deck is called
- * valid. */
+ * another shape or with an index out of range), or 1 where this machine
+ * could not do it (out of memory). Before the deck is called valid. */
 static int survey(const heat_case *c, heat_materials_survey *sv)
 {
     memset(sv, 0, sizeof *sv);
     if (c->materials.count == 0) return 0;
     heat_error err;
     if (heat_materials_survey_grid(c, sv, &err)) {
-        fprintf(stderr, "heat: invalid deck:\n%s\n", err.msg);
-        return 2;
+        const int input = err.code == HEAT_EINPUT;
+        fprintf(stderr, "heat: %s%s\n", input ? "invalid deck:\n" : "", err.msg);
+        return input ? 2 : 1;
     }
     return 0;
 }
@@ -433,7 +434,8 @@ int heat_cmd_check(const heat_cli_args *a)
         return 2;
     }
     heat_materials_survey sv;
-    if (survey(&c, &sv) || multigrid_balance(&c)) return 2;
+    const int src = survey(&c, &sv);
+    if (src || multigrid_balance(&c)) return src ? src : 2;
     printf("deck %s: valid\n", strcmp(a->deck, "-") ? a->deck : "(built-in default)");
     print_numbers(&c);
     print_materials(&c, &sv);

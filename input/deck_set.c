@@ -123,6 +123,12 @@ typedef struct {
 
 /* Splits key (modified in place) into steps. HEAT_EINPUT, naming the key,
  * for a part that is neither a valid name nor an index. */
+static int too_many(const char *set, int klen, heat_error *err)
+{
+    return heat_error_append(err, HEAT_EINPUT, "--set %.*s: the key has more than %d parts", klen,
+                             set, KEY_STEPS);
+}
+
 static int split_key(char *key, const char *set, int klen, key_step *steps, int *n, heat_error *err)
 {
     *n = 0;
@@ -136,7 +142,7 @@ static int split_key(char *key, const char *set, int klen, key_step *steps, int 
             if (!valid_name(tok))
                 return heat_error_append(
                     err, HEAT_EINPUT, "--set %.*s: '%s' is not a valid key name", klen, set, part);
-            if (*n == KEY_STEPS) break;
+            if (*n == KEY_STEPS) return too_many(set, klen, err);
             steps[(*n)++] = (key_step){tok, 0};
         }
         /* q: just after a '[' */
@@ -149,14 +155,15 @@ static int split_key(char *key, const char *set, int klen, key_step *steps, int 
                                          "--set %.*s: '%s' is not a valid key name or element "
                                          "(write name, name[i] or name.[i], i from 0)",
                                          klen, set, part);
-            if (*n == KEY_STEPS) break;
+            if (*n == KEY_STEPS) return too_many(set, klen, err);
             steps[(*n)++] = (key_step){NULL, i};
             q = end[1] ? end + 2 : NULL;
         }
     }
-    if (*n == KEY_STEPS)
-        return heat_error_append(err, HEAT_EINPUT, "--set %.*s: the key has too many parts", klen,
-                                 set);
+    if (*n && !steps[0].name)
+        return heat_error_append(err, HEAT_EINPUT,
+                                 "--set %.*s: a key starts with a name (name[i]), not an element",
+                                 klen, set);
     return HEAT_OK;
 }
 
@@ -178,23 +185,56 @@ static void key_text(const key_step *steps, int k, char *out, size_t size)
     }
 }
 
-/* Stores scalar src into scalar element e of a list or array: the same
- * type, or an integer into a number. 0 on success. */
-static int set_scalar(config_setting_t *e, const config_setting_t *src)
+/* Numbers change their type in place (the element's value kept): an
+ * integer to a 64-bit one or to a number. libconfig has no call for it. */
+static void retype_number(config_setting_t *e, int type)
+{
+    const int t = config_setting_type(e);
+    if (t == type || (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)) return;
+    const long long v = t == CONFIG_TYPE_INT ? e->value.ival : e->value.llval;
+    if (type == CONFIG_TYPE_FLOAT)
+        e->value.fval = (double)v;
+    else
+        e->value.llval = v;
+    e->type = (short)type;
+}
+
+/* Element e (of parent, a list or array) to a numeric type: an array's
+ * elements all share one type, so there every element changes. */
+static void widen_element(config_setting_t *parent, config_setting_t *e, int type)
+{
+    if (!config_setting_is_array(parent)) {
+        retype_number(e, type);
+        return;
+    }
+    for (int i = 0; i < config_setting_length(parent); i++)
+        retype_number(config_setting_get_elem(parent, (unsigned)i), type);
+}
+
+/* Stores scalar src into scalar element e of parent. Numbers go into
+ * numbers: an integer into a number's place as that number, a number or a
+ * large integer into an integer's place by widening the element (the whole
+ * array), so that the deck's checks judge the value as they would the whole
+ * list given with it. Strings and booleans only where one was. 0 on
+ * success. */
+static int set_scalar(config_setting_t *parent, config_setting_t *e, const config_setting_t *src)
 {
     const int te = config_setting_type(e), ts = config_setting_type(src);
     const int ie = te == CONFIG_TYPE_INT || te == CONFIG_TYPE_INT64;
     const int is = ts == CONFIG_TYPE_INT || ts == CONFIG_TYPE_INT64;
-    if (ie && is) {
+    if ((ie || te == CONFIG_TYPE_FLOAT) && (is || ts == CONFIG_TYPE_FLOAT)) {
+        if (ts == CONFIG_TYPE_FLOAT || te == CONFIG_TYPE_FLOAT) {
+            widen_element(parent, e, CONFIG_TYPE_FLOAT);
+            return !config_setting_set_float(e, is ? (double)config_setting_get_int64(src)
+                                                   : config_setting_get_float(src));
+        }
         const long long v = config_setting_get_int64(src);
-        if (te == CONFIG_TYPE_INT && (v < INT32_MIN || v > INT32_MAX))
-            return config_setting_set_int64(e, v) ? 0 : -1;
-        return te == CONFIG_TYPE_INT ? !config_setting_set_int(e, (int)v)
-                                     : !config_setting_set_int64(e, v);
+        if (te == CONFIG_TYPE_INT && v >= INT32_MIN && v <= INT32_MAX)
+            return !config_setting_set_int(e, (int)v);
+        widen_element(parent, e, CONFIG_TYPE_INT64);
+        e->value.llval = v;
+        return 0;
     }
-    if (te == CONFIG_TYPE_FLOAT && (is || ts == CONFIG_TYPE_FLOAT))
-        return !config_setting_set_float(e, is ? (double)config_setting_get_int64(src)
-                                               : config_setting_get_float(src));
     if (te == CONFIG_TYPE_BOOL && ts == CONFIG_TYPE_BOOL)
         return !config_setting_set_bool(e, config_setting_get_bool(src));
     if (te == CONFIG_TYPE_STRING && ts == CONFIG_TYPE_STRING)
@@ -252,9 +292,9 @@ static int set_path(config_setting_t *cur, char *key, const char *set, int klen,
             key_text(steps, k - 1, here, sizeof here);
             if (st->index >= len) {
                 if (len == 0)
-                    return heat_error_append(err, HEAT_EINPUT,
-                                             "--set %.*s: %s has no elements: give the whole %s",
-                                             klen, set, here, heat_deck_type_text(cur) + 2);
+                    return heat_error_append(
+                        err, HEAT_EINPUT, "--set %.*s: %s has no elements: give the whole %s", klen,
+                        set, here, config_setting_is_array(cur) ? "array" : "list");
                 return heat_error_append(err, HEAT_EINPUT,
                                          "--set %.*s: %s has %d element%s, [0]%s%.0d%s", klen, set,
                                          here, len, len == 1 ? "" : "s", len > 1 ? " to [" : "",
@@ -265,17 +305,23 @@ static int set_path(config_setting_t *cur, char *key, const char *set, int klen,
             if (last) {
                 const int agg = config_setting_is_aggregate(m),
                           sagg = config_setting_is_aggregate(src);
-                const int same =
-                    agg && sagg && config_setting_is_group(m) == config_setting_is_group(src);
-                if (same ? set_aggregate(m, src) : agg || sagg ? -1 : set_scalar(m, src))
+                /* a group for a group; an array (of one type) for an
+                 * array; a list or an array for a list */
+                const int same = agg && sagg &&
+                                 config_setting_is_group(m) == config_setting_is_group(src) &&
+                                 (!config_setting_is_array(m) || config_setting_is_array(src));
+                if (same ? set_aggregate(m, src) : agg || sagg ? -1 : set_scalar(cur, m, src))
                     return heat_error_append(
                         err, HEAT_EINPUT,
                         "--set %s: %s is %s and the value is %s: an element takes a value of "
-                        "its own kind (an integer may stand for a number); to change its kind, "
+                        "its own kind (integers and numbers count as one); to change its kind, "
                         "give the whole %s",
                         set, here, heat_deck_type_text(m), heat_deck_type_text(src),
                         config_setting_is_array(cur) ? "array" : "list");
-                m->line = 0; /* messages now say --set, as for a key it adds */
+                /* messages now say --set, as for a key it adds; an array's
+                 * checks show it whole */
+                m->line = 0;
+                if (config_setting_is_array(cur)) cur->line = 0;
                 return HEAT_OK;
             }
         }

@@ -298,7 +298,11 @@ int heat_materials_survey_grid(const heat_case *c, heat_materials_survey *s, hea
     memset(s, 0, sizeof *s);
     const int64_t n[3] = {c->grid.n[0], c->grid.n[1], 1};
     uint8_t *plane = malloc((size_t)(n[0] * n[1]));
-    if (!plane) return heat_error_set(err, HEAT_ERUNTIME, "out of memory");
+    if (!plane)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "out of memory for a plane of the material classes (%lld x %lld "
+                              "nodes, %.3g GB), to survey the grid's materials",
+                              (long long)n[0], (long long)n[1], 1e-9 * (double)(n[0] * n[1]));
     heat_classes t = {0};
     int rc = HEAT_OK;
     for (int64_t k = 0; k < c->grid.n[2] && !rc; k++) {

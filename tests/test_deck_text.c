@@ -269,11 +269,20 @@ static void test_set_elements(void **state)
     EXPECT_SET_ERR(group, "--set grid[0]: grid is a group, not a list or an array");
     const char *scalar[] = {"grid.points[1][0]=4"};
     EXPECT_SET_ERR(scalar, "grid.points[1] is an integer, not a list or an array");
-    const char *kind[] = {"grid.points[0]=64.5"};
-    EXPECT_SET_ERR(kind,
-                   "--set grid.points[0]=64.5: grid.points[0] is an integer and the value "
-                   "is a number",
+    /* Numbers into integers' places are judged as the whole array would be
+     * (the array widened), large integers kept. */
+    const char *frac[] = {"grid.points[0]=64.5"};
+    EXPECT_SET_ERR(frac, "--set: grid.points[0] = 64.5: expected an integer");
+    const char *big[] = {"grid.points[0]=5000000000000"};
+    EXPECT_SET_ERR(big, "--set: grid.points[0] = 5000000000000", "at most 2^40");
+    const char *whole_num[] = {"grid.points[1]=24.0"};
+    load_ok(deck(0), whole_num, 1, &c, NULL, NULL);
+    assert_int_equal(c.grid.n[1], 24);
+    const char *kind[] = {"grid.points[0]=\"wide\""};
+    EXPECT_SET_ERR(kind, "grid.points[0] is an integer and the value is a string",
                    "give the whole array");
+    const char *first[] = {"[0]=1"};
+    EXPECT_SET_ERR(first, "--set [0]: a key starts with a name (name[i]), not an element");
     const char *kind2[] = {"materials[0]=5"};
     expect_err(deck(L_MATERIAL, mats, 0), kind2, 1, 1,
                NEEDLES("materials[0] is a group and the value is an integer", "whole list"));
