@@ -269,17 +269,20 @@ elif has sanitize; then
   # cannot run answer "no kernel image" (error 209), which NCCL expects, and
   # memcheck reports each as an API error. nccl_probes LOGS prints how many
   # such reports, whose backtrace is in libnccl, the logs hold when they hold
-  # nothing else, and nothing when they hold another report.
+  # nothing else, and nothing when they hold another report or when the
+  # logs' summaries count more errors than they print (past memcheck's
+  # print limit: a report not printed could be anything).
   nccl_probes() {
     awk '
-      /^========= (COMPUTE-SANITIZER|ERROR SUMMARY)/ { next }
+      /^========= COMPUTE-SANITIZER/ { next }
+      /^========= ERROR SUMMARY: [0-9]+ error/ { counted += $4; next }
       /^========= [^ ]/ {
         done_record(); open = 1; nccl = 0
         probe = /cudaErrorNoKernelImageForDevice/ && /cudaFuncGetAttributes/; next
       }
-      open && /in libnccl/ { nccl = 1 }
+      open && /libnccl[.]so/ { nccl = 1 }
       function done_record() { if (open) { if (probe && nccl) n++; else other++ } open = 0 }
-      END { done_record(); if (!other) print n + 0 }
+      END { done_record(); if (!other && counted == n) print n + 0 }
     ' "$@"
   }
   : >"$out/sanitize.log"
@@ -288,6 +291,7 @@ elif has sanitize; then
       for tb in 1 3; do
         tag=${tr}_${p}_$tb
         rm -rf "$out/san_$tag"
+        rm -f "$out"/san_"${tag}"_*.log "$out/san_$tag.out"
         "$mpiexec" ${mflags[@]+"${mflags[@]}"} -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
           --log-file "$out/san_${tag}_%p.log" "$heat" run "$out/correct.cfg" --quiet \
           --set "solver.precision=\"$p\"" --set "solver.temporal_block=$tb" \

@@ -38,6 +38,7 @@
  */
 #include <sched.h>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +105,7 @@ struct part_state {
      * PREFIX.RANK.csv, from t0 (recorded at the first step), for measuring */
     FILE *trace;
     cudaEvent_t t0;
+    unsigned long long trace_steps; /* the trace's rows: overlapped steps, warm-up included */
     int overlap; /* the interior overlaps the exchange (HEAT_CUDA_HALO_OVERLAP=0: not) */
     /* The variable-coefficient update (c->d.general): the classes laid out
      * as the local array (d_cls) and the tables (d_tab; their fields in gf
@@ -356,7 +358,8 @@ static void account_slot(part_state *s, int k)
         if (s->xp == XP_NCCL)
             s->st.transfer += 1e-3 * elapsed(e[PHASE_EV(ph, 1)], e[PHASE_EV(ph, 2)]);
     }
-    const float wait = s->pending[k] == SLOT_STEP
+    /* serial (HEAT_CUDA_HALO_OVERLAP=0): nothing hides the exchange */
+    const float wait = s->pending[k] == SLOT_STEP && s->overlap
                            ? elapsed(e[EV_INTERIOR], e[EV_END])
                            : elapsed(e[PHASE_EV(0, 0)], e[PHASE_EV(last, 3)]);
     if (wait > 0) s->st.exposed += 1e-3 * wait;
@@ -364,10 +367,11 @@ static void account_slot(part_state *s, int k)
     if (s->trace && s->pending[k] == SLOT_STEP) {
         /* ms from t0: the step began (the last interior and unpacking
          * done), the shell done, the first phase packed, transferred, the
-         * last unpacked, the interior done, the step's end */
+         * last unpacked, the interior done, the exchange's end (the step's
+         * but where serial: there the interior's start) */
         const int ids[] = {EV_BEGIN,          PHASE_EV(0, 0), PHASE_EV(0, 1), PHASE_EV(0, 2),
                            PHASE_EV(last, 3), EV_INTERIOR,    EV_END};
-        fprintf(s->trace, "%llu", (unsigned long long)s->st.exchanges);
+        fprintf(s->trace, "%llu", ++s->trace_steps);
         for (int id : ids) fprintf(s->trace, ",%.4f", elapsed(s->t0, e[id]));
         fputc('\n', s->trace);
     }
@@ -1139,6 +1143,9 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
             s->trace = fopen(name, "w");
             if (s->trace)
                 fputs("step,begin,shell,packed,transferred,unpacked,interior,end\n", s->trace);
+            else if (notices)
+                fprintf(notices, "notice: HEAT_CUDA_HALO_TRACE: cannot write %s: %s\n", name,
+                        strerror(errno));
         }
         heat_halo_plan_init(&s->p, c, part, s->V);
         if (cudaGetDevice(&dev) != cudaSuccess ||
