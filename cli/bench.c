@@ -19,10 +19,12 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -60,9 +62,11 @@ static const char usage_bench[] =
     "(a fused row can pass 100%: it reads and writes the field once per k steps).\n"
     "\n"
     "options:\n"
-    "  --backend B       cpu, cuda or all (default: cuda where a GPU is usable, else cpu)\n"
+    "  --backend B       cpu, cuda or all (default: cuda where a GPU is usable, else cpu;\n"
+    "                    all: the cuda rows too where a GPU is usable)\n"
     "  --kernel K        the GPU kernel: naive, tiled, sliced, register_tiled, or all\n"
-    "                    (default all; the CPU backend has one kernel, openmp)\n"
+    "                    (default all; the CPU backend has one kernel, openmp, and\n"
+    "                    --kernel with the cpu backend alone is refused)\n"
     "  --size NXxNYxNZ   grid size, repeatable (NZ = 1 for 2D); default on the CPU\n"
     "                    256x256x256 and 4096x4096x1, on the GPU 512x512x512 and\n"
     "                    8192x8192x1 (all larger than the caches)\n"
@@ -82,8 +86,11 @@ static const char usage_bench[] =
     "                    (2 * sizeof(value) + 1 bytes); one process only\n"
     "  --material-blocks N  --materials with the classes drawn per cube of N x N x N\n"
     "                    nodes (region maps) instead of per node (1 to 4096)\n"
-    "  --json FILE       also write the table as JSON (with the machine and the ceiling)\n"
+    "  --json FILE       also write the table as JSON (with the machine and the ceiling),\n"
+    "                    as FILE.partial, renamed to FILE when every row is in: a run\n"
+    "                    that fails or is stopped leaves an earlier FILE as it was\n"
     "  --help            this text\n"
+    "Options take their value as --option value or --option=value.\n"
     "\n"
     "Under MPI (mpirun -np N heat bench ...) the grid of each row is split over the N\n"
     "ranks as a run would split it, every rank sweeps its part and exchanges halos, and\n"
@@ -93,8 +100,9 @@ static const char usage_bench[] =
     "The copy is then each rank's copy of its part, and the check is not run.\n"
     "\n"
     "Backends built in: see heat --version. The CPU backend uses OpenMP (set\n"
-    "OMP_NUM_THREADS to choose the thread count). The exit status is 1 if a kernel\n"
-    "fails its check.\n";
+    "OMP_NUM_THREADS to choose the thread count). Exit status: 0 done, 1 a kernel\n"
+    "failed its check or the run failed (memory, a GPU that cannot be used, the JSON\n"
+    "file), 2 bad options (cuda in a build without it included).\n";
 
 typedef struct bench_row {
     char backend[64], kernel[32], precision[8];
@@ -509,7 +517,9 @@ typedef struct bench_opts {
     int64_t sizes[MAX_SIZES][3];
     int nsizes, runs, steps, want_f, want_d, materials;
     int want_cpu, want_cuda;             /* -1: decided by whether a GPU is usable */
+    int backend_all;                     /* --backend all: the cuda rows where there is a GPU */
     unsigned kernel_mask;                /* bit k: heat_kernel k */
+    const char *kernel;                  /* --kernel as given, or NULL */
     int ks[HEAT_TEMPORAL_BLOCK_MAX], nk; /* the k of the fusing kernel's rows */
     const char *json;
 } bench_opts;
@@ -539,7 +549,17 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
         if (!o->materials) o->materials = 1;
         return 1;
     }
-    if (!v) goto unknown;
+    if (!v) {
+        static const char *const valued[] = {
+            "--material-blocks", "--size", "--precision", "--backend", "--kernel",
+            "--temporal",        "--runs", "--steps",     "--json"};
+        for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
+            if (!strcmp(s, valued[i])) {
+                fprintf(stderr, "heat bench: %s needs a value (see heat bench --help)\n", s);
+                return -1;
+            }
+        goto unknown;
+    }
     if (!strcmp(s, "--material-blocks")) {
         const long n = bench_int(s, v, 1, 4096);
         if (n < 0) return -1;
@@ -567,12 +587,14 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
     } else if (!strcmp(s, "--backend")) {
         o->want_cpu = !strcmp(v, "cpu") || !strcmp(v, "all");
         o->want_cuda = !strcmp(v, "cuda") || !strcmp(v, "all");
+        o->backend_all = !strcmp(v, "all");
         if (!o->want_cpu && !o->want_cuda) {
             fprintf(stderr, "heat bench: --backend %s: expected cpu, cuda or all\n", v);
             return -1;
         }
     } else if (!strcmp(s, "--kernel")) {
         int k = heat_name_index(heat_kernel_names, v);
+        o->kernel = v;
         o->kernel_mask = !strcmp(v, "all") ? (1u << HEAT_KERNEL_COUNT) - 1 : k >= 0 ? 1u << k : 0;
         if (!o->kernel_mask) {
             char list[128] = "";
@@ -598,6 +620,10 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
     } else if (!strcmp(s, "--steps")) {
         if ((o->steps = (int)bench_int("--steps", v, 1, 1000000000)) < 0) return -1;
     } else if (!strcmp(s, "--json")) {
+        if (!*v) {
+            fprintf(stderr, "heat bench: --json: the file name is empty\n");
+            return -1;
+        }
         o->json = v;
     } else {
         goto unknown;
@@ -606,6 +632,58 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
 unknown:
     fprintf(stderr, "heat bench: unknown or incomplete option %s (see heat bench --help)\n", s);
     return -1;
+}
+
+/* --json FILE is written as FILE.partial and renamed to FILE once every row
+ * is in: a run that fails or is stopped (SIGINT, SIGTERM) leaves an earlier
+ * FILE as it was, and the handler removes the partial one. */
+static char json_partial[4096];
+
+static void json_on_signal(int sig)
+{
+    unlink(json_partial);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static FILE *json_open(const char *path)
+{
+    if ((size_t)snprintf(json_partial, sizeof json_partial, "%s.partial", path) >=
+        sizeof json_partial) {
+        fprintf(stderr, "heat bench: --json %s: the path is too long\n", path);
+        return NULL;
+    }
+    FILE *f = fopen(json_partial, "w");
+    if (!f) {
+        fprintf(stderr, "heat bench: cannot write %s: %s\n", json_partial, strerror(errno));
+        return NULL;
+    }
+    signal(SIGINT, json_on_signal);
+    signal(SIGTERM, json_on_signal);
+    return f;
+}
+
+/* Closes the partial file and puts it in place when the rows are all there
+ * (rc 0); else removes it. Returns the exit status. */
+static int json_close(FILE *f, const char *path, int rc)
+{
+    const int closed = fclose(f) == 0;
+    if (!rc && !closed) {
+        fprintf(stderr, "heat bench: cannot write %s: %s\n", json_partial, strerror(errno));
+        rc = 1;
+    }
+    if (!rc && rename(json_partial, path) != 0) {
+        fprintf(stderr, "heat bench: cannot rename %s to %s: %s\n", json_partial, path,
+                strerror(errno));
+        rc = 1;
+    }
+    if (rc) {
+        unlink(json_partial);
+        fprintf(stderr, "heat bench: %s not written (an earlier one is left as it was)\n", path);
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    return rc;
 }
 
 /* Every row asked for, printed as it is measured. Returns the exit status. */
@@ -628,7 +706,12 @@ static int bench_rows(const bench_opts *o, FILE *jf)
                                   kn < 0 ? "openmp" : heat_kernel_names[kn], fuses ? o->ks[t] : 1,
                                   o->materials, o->runs, o->steps, &row, &err);
                     if (rc) {
-                        fprintf(stderr, "heat bench: %s\n", err.msg);
+                        const int64_t *n = o->sizes[s];
+                        fprintf(stderr,
+                                "heat bench: the row of --size %lldx%lldx%lld, %s, backend %s: "
+                                "%s\n",
+                                (long long)n[0], (long long)n[1], (long long)n[2],
+                                p == 0 ? "float" : "double", kn < 0 ? "cpu" : "cuda", err.msg);
                         return rc;
                     }
                     print_row(&row, jf, &first);
@@ -659,9 +742,23 @@ static int choose_backends(bench_opts *o)
         gpu_ok = 0;
     }
     if (o->want_cpu < 0) o->want_cpu = !gpu_ok, o->want_cuda = gpu_ok;
+    if (o->want_cuda && !gpu_ok && o->backend_all) {
+        fprintf(stderr, "notice: heat bench --backend all: no cuda rows (%s)\n", why);
+        o->want_cuda = 0;
+    }
     if (o->want_cuda && !gpu_ok) {
-        fprintf(stderr, "heat bench: --backend cuda: %s\n", why);
-        return 1;
+        /* a build without CUDA is told cpu, as a deck is (exit 2); a GPU
+         * that cannot be used here is this machine's failing (exit 1) */
+        const int built = heat_backend_has_gpu_build();
+        fprintf(stderr, "heat bench: --backend cuda: %s%s\n", why, built ? "" : " (expected cpu)");
+        return built ? 1 : 2;
+    }
+    if (o->kernel && !o->want_cuda) {
+        fprintf(stderr,
+                "heat bench: --kernel %s: the cpu backend has one kernel (openmp); --kernel "
+                "chooses among the cuda backend's\n",
+                o->kernel);
+        return 2;
     }
     if (o->nsizes == 0) {
         int64_t cpu_def[2][3] = {{256, 256, 256}, {4096, 4096, 1}};
@@ -685,17 +782,31 @@ int heat_cmd_bench(int argc, char **argv)
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--multigrid")) return heat_bench_multigrid(argc, argv);
     for (int i = 0; i < argc;) {
+        /* --option=value as well as --option value */
+        const char *eq = !strncmp(argv[i], "--", 2) ? strchr(argv[i], '=') : NULL;
+        char name[64];
+        if (eq && (size_t)(eq - argv[i]) < sizeof name) {
+            memcpy(name, argv[i], (size_t)(eq - argv[i]));
+            name[eq - argv[i]] = '\0';
+            const int used = bench_option(&o, name, eq + 1);
+            if (used == 1) {
+                fprintf(stderr, "heat bench: %s takes no value\n", name);
+                return 2;
+            }
+            if (used <= 0) return used < 0 ? 2 : 0;
+            i++;
+            continue;
+        }
         int used = bench_option(&o, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
         if (used <= 0) return used < 0 ? 2 : 0;
         i += used;
     }
 
-    if (choose_backends(&o)) return 1;
+    const int chosen = choose_backends(&o);
+    if (chosen) return chosen;
     FILE *jf = NULL;
-    if (o.json && !(jf = fopen(o.json, "w"))) {
-        fprintf(stderr, "heat bench: cannot write %s: %s\n", o.json, strerror(errno));
-        return 1;
-    }
+    /* rank 0 alone writes the JSON, as it alone prints */
+    if (o.json && heat_par_rank(heat_par_world()) == 0 && !(jf = json_open(o.json))) return 1;
     char machine[256], gpu_name[256] = "";
     cpu_name(machine, sizeof machine);
     int threads = 1;
@@ -730,10 +841,7 @@ int heat_cmd_bench(int argc, char **argv)
     int rc = bench_rows(&o, jf);
     if (jf) {
         fprintf(jf, "\n  ]\n}\n");
-        if (fclose(jf) != 0 && !rc) {
-            fprintf(stderr, "heat bench: cannot write %s: %s\n", o.json, strerror(errno));
-            rc = 1;
-        }
+        rc = json_close(jf, o.json, rc);
     }
     return rc;
 }

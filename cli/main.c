@@ -20,7 +20,8 @@ static const char usage_main[] =
     "       heat check DECK [--set key=value]... [--ranks N]\n"
     "       heat info FILE\n"
     "       heat bench [--size NXxNYxNZ]... [--precision float|double|both] [--json FILE]\n"
-    "       heat --help | heat COMMAND --help | heat --version (also: heat help, heat version)\n"
+    "       heat --help | heat COMMAND --help | heat --version (also: heat help [COMMAND], heat "
+    "version)\n"
     "\n"
     "commands:\n"
     "  run     march rho c u_t = div(k grad u) + q from a deck (the built-in default deck\n"
@@ -64,11 +65,23 @@ static int heat_main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    /* heat help COMMAND: that command's help, as heat COMMAND --help */
+    const int help = strcmp(cmd, "help") == 0;
+    if (help && argc == 3 && strcmp(argv[2], "help") != 0) {
+        char *as_help[] = {argv[0], argv[2], "--help", NULL};
+        return heat_main(3, as_help);
+    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || help ||
+        strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        if (argc > 2 + help) {
+            fprintf(stderr, "heat %s: unexpected argument '%s'%s\n", cmd, argv[2 + help],
+                    help ? " (heat help COMMAND takes one command)" : "");
+            return 2;
+        }
+        if (cmd[0] == 'v' || strcmp(cmd, "--version") == 0) return version();
         fputs(usage_main, stdout);
         return 0;
     }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) return version();
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "check") == 0) {
         int is_run = cmd[0] == 'r';
         heat_cli_args a;

@@ -103,6 +103,34 @@ static void test_version(void **state)
     result_free(&r);
 }
 
+/* heat help COMMAND is that command's --help; stray arguments are refused. */
+static void test_help_command(void **state)
+{
+    (void)state;
+    result r;
+    heat(&r, NULL, "help", "bench", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "usage: heat bench");
+    result_free(&r);
+    heat(&r, NULL, "help", "check", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "usage: heat check");
+    result_free(&r);
+    heat(&r, NULL, "help", "frob", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "unknown command 'frob'");
+    result_free(&r);
+    const char *stray[][3] = {
+        {"help", "info", "extra"}, {"version", "extra", NULL}, {"--help", "extra", NULL}};
+    for (int i = 0; i < 3; i++) {
+        heat(&r, NULL, stray[i][0], stray[i][1], stray[i][2], NULL);
+        expect_rc(&r, 2);
+        EXPECT_ERR(&r, "unexpected argument 'extra'");
+        assert_string_equal(r.out, "");
+        result_free(&r);
+    }
+}
+
 static void test_no_arguments(void **state)
 {
     (void)state;
@@ -1315,6 +1343,55 @@ static void bench_refuses_bad_options(const char *dir)
     }
 }
 
+/* --option=value; an option without its value named as such; --kernel
+ * where only the CPU runs; --json written whole or not at all: a run that
+ * fails leaves an earlier file as it was and no partial one. */
+static void bench_options_and_json(const char *dir)
+{
+    result r;
+    heat(&r, dir, "bench", "--backend=cpu", "--size=16x16x8", "--runs=3", "--steps=1",
+         "--precision=float", "--json=e.json", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "16x16x8");
+    result_free(&r);
+    char *js = read_in(dir, "e.json");
+    assert_non_null(strstr(js, "\"size\": [16, 16, 8]"));
+    free(js);
+    heat(&r, dir, "bench", "--backend", "cpu", "--runs", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "heat bench: --runs needs a value");
+    result_free(&r);
+    heat(&r, dir, "bench", "--materials=1", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--materials takes no value");
+    result_free(&r);
+    heat(&r, dir, "bench", "--json", "", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--json: the file name is empty");
+    result_free(&r);
+    heat(&r, dir, "bench", "--backend", "cpu", "--kernel", "tiled", "--size", "16x16x8", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "--kernel tiled: the cpu backend has one kernel");
+    EXPECT_NOT_OUT(&r, "openmp");
+    result_free(&r);
+    char keep[4200];
+    path_in(keep, sizeof keep, dir, "keep.json");
+    FILE *f = fopen(keep, "w");
+    assert_non_null(f);
+    fputs("{\"earlier\": 1}\n", f);
+    fclose(f);
+    heat(&r, dir, "bench", "--backend", "cpu", "--runs", "3", "--steps", "1", "--size", "16x16x8",
+         "--size", "100000x100000x100000", "--json", "keep.json", NULL);
+    expect_rc(&r, 1);
+    EXPECT_ERR(&r, "the row of --size 100000x100000x100000, float, backend cpu: cannot allocate");
+    EXPECT_ERR(&r, "keep.json not written (an earlier one is left as it was)");
+    result_free(&r);
+    js = read_in(dir, "keep.json");
+    assert_string_equal(js, "{\"earlier\": 1}\n");
+    free(js);
+    assert_false(exists_in(dir, "keep.json.partial"));
+}
+
 /* heat bench: a row per size and precision, the same in the JSON file, with
  * numbers that are measurements (positive, and GB/s = GLUP/s * 2 * bytes).
  * The CPU gets only k = 1 rows, whatever --temporal asks for. */
@@ -1339,6 +1416,7 @@ static void test_bench(void **state)
     EXPECT_OUT(&r, "20x12x7");
     result_free(&r);
     bench_refuses_bad_options(dir);
+    bench_options_and_json(dir);
 }
 
 int main(void)
@@ -1348,6 +1426,7 @@ int main(void)
         cmocka_unit_test(test_help_run),
         cmocka_unit_test(test_help_check),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_help_command),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_no_arguments),
         cmocka_unit_test(test_unknown_command_and_options),
