@@ -202,7 +202,29 @@ elseif(HEAT_TEST STREQUAL "plot")
       --axis z --index 12 -o bad5.png)
   run_fails("an x plane of a 2D run" "2D run" ${plot} slice p2d/p2d_00000000.vtkhdf --axis x
       -o bad6.png)
-  foreach(i 1 2 3 4 5 6)
+  # -o a directory, an unknown format, a bad --dpi or colour range: refused;
+  # a name without an extension gets .png, and the message says so
+  file(MAKE_DIRECTORY ${WORK}/outdir)
+  run_fails("-o a directory" "a directory" ${plot} history p3d/history.csv -o outdir)
+  run_fails("-o an unknown format" "writes no .xyz files" ${plot} history p3d/history.csv
+      -o bad7.xyz)
+  run_fails("--dpi 100000" "--dpi 100000: expected 1 to 2000" ${plot} history p3d/history.csv
+      --dpi 100000 -o bad8.png)
+  run_fails("--vmin above --vmax" "expected vmin < vmax" ${plot} slice p3d/p3d_00000070.vtkhdf
+      --vmin 10 --vmax 5 -o bad9.png)
+  run_fails("--vmin nan" "--vmin nan: expected a finite number" ${plot} slice
+      p3d/p3d_00000070.vtkhdf --vmin nan -o bad10.png)
+  file(WRITE ${WORK}/zero.csv "kind,ranks,precision,k,transport,glups\nweak,1,float,1,-,0.5\n"
+       "weak,0,float,1,nccl,1.0\n")
+  run_fails("scaling with ranks 0" "zero.csv:3: ranks 0 and glups 1.0" ${plot} scaling zero.csv
+      -o bad11.png)
+  execute_process(COMMAND ${plot} history p3d/history.csv -o noext WORKING_DIRECTORY ${WORK}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  string(FIND "${out}" "wrote noext.png" at)
+  if(NOT rc STREQUAL "0" OR at EQUAL -1 OR NOT EXISTS ${WORK}/noext.png)
+    message(FATAL_ERROR "plot: -o noext: expected noext.png written and named (exit ${rc}): ${out}")
+  endif()
+  foreach(i 1 2 3 4 5 6 8 9 10 11)
     if(EXISTS ${WORK}/bad${i}.png)
       message(FATAL_ERROR "plot: a refused command still wrote bad${i}.png")
     endif()

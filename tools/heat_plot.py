@@ -297,6 +297,9 @@ def read_scaling(path):
         except (TypeError, ValueError):
             raise UsageError("%s:%d: ranks or glups not a number: %s"
                              % (path, i, ",".join(row.values())))
+        if r["ranks"] < 1 or not r["glups"] > 0 or r["glups"] == float("inf"):
+            raise UsageError("%s:%d: ranks %s and glups %s: expected ranks >= 1 and glups > 0"
+                             % (path, i, row["ranks"], row["glups"]))
         out.append(r)
     if not out:
         raise UsageError("%s: no run with a GLUP/s figure" % path)
@@ -389,13 +392,33 @@ def default_output(path, suffix):
     return os.path.splitext(path)[0] + suffix
 
 
+def output_path(fig, out):
+    """The file a figure goes to: a directory is refused, a name without an
+    extension gets .png (as matplotlib would add it, said here), and an
+    extension must name a format matplotlib writes."""
+    if os.path.isdir(out):
+        raise UsageError("-o %s: a directory; give a file name such as %s"
+                         % (out, os.path.join(out, "plot.png")))
+    ext = os.path.splitext(out)[1][1:].lower()
+    if not ext:
+        return out + ".png"
+    formats = fig.canvas.get_supported_filetypes()
+    if ext not in formats:
+        raise UsageError("-o %s: matplotlib writes no .%s files (it writes %s)"
+                         % (out, ext, ", ".join("." + f for f in sorted(formats))))
+    return out
+
+
 def save(fig, out):
     import matplotlib.pyplot as plt
 
     try:
+        out = output_path(fig, out)
         fig.savefig(out, bbox_inches="tight")
     except OSError as e:
         raise UsageError("cannot write %s: %s" % (out, e))
+    except ValueError as e:  # e.g. an image too large for the --dpi asked
+        raise UsageError("cannot draw %s: %s" % (out, e))
     finally:
         plt.close(fig)
     print("%s: wrote %s" % (PROG, out))
@@ -452,8 +475,18 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.dpi <= 0:
-        print("%s: --dpi must be > 0" % PROG, file=sys.stderr)
+    if not 0 < args.dpi <= 2000:
+        print("%s: --dpi %d: expected 1 to 2000" % (PROG, args.dpi), file=sys.stderr)
+        return 2
+    for name in ("vmin", "vmax"):
+        v = getattr(args, name, None)
+        if v is not None and not math.isfinite(v):
+            print("%s: --%s %s: expected a finite number" % (PROG, name, v), file=sys.stderr)
+            return 2
+    if getattr(args, "vmin", None) is not None and getattr(args, "vmax", None) is not None \
+            and not args.vmin < args.vmax:
+        print("%s: --vmin %g --vmax %g: expected vmin < vmax" % (PROG, args.vmin, args.vmax),
+              file=sys.stderr)
         return 2
     try:
         args.func(args)
