@@ -646,7 +646,7 @@ static void json_on_signal(int sig)
     raise(sig);
 }
 
-static FILE *json_open(const char *path)
+FILE *heat_bench_json_open(const char *path)
 {
     if ((size_t)snprintf(json_partial, sizeof json_partial, "%s.partial", path) >=
         sizeof json_partial) {
@@ -665,7 +665,7 @@ static FILE *json_open(const char *path)
 
 /* Closes the partial file and puts it in place when the rows are all there
  * (rc 0); else removes it. Returns the exit status. */
-static int json_close(FILE *f, const char *path, int rc)
+int heat_bench_json_close(FILE *f, const char *path, int rc)
 {
     const int closed = fclose(f) == 0;
     if (!rc && !closed) {
@@ -806,7 +806,8 @@ int heat_cmd_bench(int argc, char **argv)
     if (chosen) return chosen;
     FILE *jf = NULL;
     /* rank 0 alone writes the JSON, as it alone prints */
-    if (o.json && heat_par_rank(heat_par_world()) == 0 && !(jf = json_open(o.json))) return 1;
+    if (o.json && heat_par_rank(heat_par_world()) == 0 && !(jf = heat_bench_json_open(o.json)))
+        return 1;
     char machine[256], gpu_name[256] = "";
     cpu_name(machine, sizeof machine);
     int threads = 1;
@@ -841,7 +842,7 @@ int heat_cmd_bench(int argc, char **argv)
     int rc = bench_rows(&o, jf);
     if (jf) {
         fprintf(jf, "\n  ]\n}\n");
-        rc = json_close(jf, o.json, rc);
+        rc = heat_bench_json_close(jf, o.json, rc);
     }
     return rc;
 }

@@ -316,11 +316,8 @@ int heat_bench_multigrid(int argc, char **argv)
             for (int a = 0; a < 3; a++) o.sizes[k][a] = big << k;
         o.nsizes = 2;
     }
-    FILE *jf = o.json ? fopen(o.json, "w") : NULL;
-    if (o.json && !jf) {
-        fprintf(stderr, "heat bench: cannot write %s: %s\n", o.json, strerror(errno));
-        return 1;
-    }
+    FILE *jf = o.json ? heat_bench_json_open(o.json) : NULL;
+    if (o.json && !jf) return 1;
     char gpu[256] = "";
     if (!strcmp(o.backend, "cuda")) heat_backend_gpu_name(gpu, sizeof gpu);
     printf("heat bench --multigrid: %s%s%s; medians of %d cycles\n", o.backend, gpu[0] ? ", " : "",
@@ -331,9 +328,10 @@ int heat_bench_multigrid(int argc, char **argv)
         for (int q = 0; q < 2 && !rc; q++)
             if (q ? o.want_d : o.want_f)
                 rc = bench_size(&o, o.sizes[s], q ? "double" : "float", jf, &first);
+    rc = rc ? 1 : 0;
     if (jf) {
         fprintf(jf, "\n  ]\n}\n");
-        fclose(jf);
+        rc = heat_bench_json_close(jf, o.json, rc);
     }
-    return rc ? 1 : 0;
+    return rc;
 }

@@ -51,6 +51,13 @@ const char *heat_cli_parse_size(const char *s, int64_t n[3]);
 /* heat bench --multigrid (bench_mg.c). */
 int heat_bench_multigrid(int argc, char **argv);
 
+/* heat bench --json FILE: written as FILE.partial (removed on SIGINT or
+ * SIGTERM) and renamed to FILE by heat_bench_json_close when rc is 0, else
+ * removed, an earlier FILE left as it was. Open: NULL after saying why.
+ * Close: the exit status, 1 where writing or renaming failed. */
+FILE *heat_bench_json_open(const char *path);
+int heat_bench_json_close(FILE *f, const char *path, int rc);
+
 extern const char heat_usage_run[], heat_usage_check[];
 
 #endif
