@@ -5,6 +5,7 @@
 #define HEAT_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "heat_case.h"
 
