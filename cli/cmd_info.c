@@ -45,6 +45,10 @@ static const char *parse_info_args(int argc, char **argv, int *rc)
         path = argv[i];
     }
     if (!path) fprintf(stderr, "heat info: which file? (heat info FILE)\n");
+    if (path && !*path) {
+        fprintf(stderr, "heat info: the file name is empty (heat info FILE)\n");
+        return NULL;
+    }
     return path;
 }
 

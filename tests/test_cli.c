@@ -1135,6 +1135,10 @@ static void info_exit_statuses(const char *dir)
     expect_rc(&r, 1);
     EXPECT_ERR(&r, "d.cfg: not a heat snapshot or checkpoint (not an HDF5 file)");
     result_free(&r);
+    heat(&r, dir, "info", "", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "heat info: the file name is empty");
+    result_free(&r);
     heat(&r, dir, "info", NULL);
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "which file?");
