@@ -448,7 +448,7 @@ def parse_args(argv):
     s.add_argument("--cmap", default="inferno", help="matplotlib colour map (default inferno)")
     s.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
     s.add_argument("-o", "--output", metavar="OUT.png",
-                   help="output file (default FILE_<axis><index>.png beside FILE)")
+                   help="output file; .png is added to a name without an extension (default FILE_<axis><index>.png beside FILE)")
     s.set_defaults(func=plot_slice)
 
     h = sub.add_parser("history", help="residual and time against step from history.csv",
@@ -457,7 +457,7 @@ def parse_args(argv):
     h.add_argument("file", metavar="history.csv")
     h.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
     h.add_argument("-o", "--output", metavar="OUT.png",
-                   help="output file (default history.png beside the csv)")
+                   help="output file; .png is added to a name without an extension (default history.png beside the csv)")
     h.set_defaults(func=plot_history)
 
     c = sub.add_parser("scaling", help="weak-scaling efficiency and strong-scaling speedup",
@@ -468,7 +468,7 @@ def parse_args(argv):
     c.add_argument("file", metavar="scaling.csv")
     c.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
     c.add_argument("-o", "--output", metavar="OUT.png",
-                   help="output file (default scaling.png beside the csv)")
+                   help="output file; .png is added to a name without an extension (default scaling.png beside the csv)")
     c.set_defaults(func=plot_scaling)
     return p.parse_args(argv)
 
