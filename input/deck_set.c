@@ -121,14 +121,14 @@ typedef struct {
 
 #define KEY_STEPS 64
 
-/* Splits key (modified in place) into steps. HEAT_EINPUT, naming the key,
- * for a part that is neither a valid name nor an index. */
 static int too_many(const char *set, int klen, heat_error *err)
 {
     return heat_error_append(err, HEAT_EINPUT, "--set %.*s: the key has more than %d parts", klen,
                              set, KEY_STEPS);
 }
 
+/* Splits key (modified in place) into steps. HEAT_EINPUT, naming the key,
+ * for a part that is neither a valid name nor an index. */
 static int split_key(char *key, const char *set, int klen, key_step *steps, int *n, heat_error *err)
 {
     *n = 0;
@@ -170,19 +170,6 @@ static int split_key(char *key, const char *set, int klen, key_step *steps, int 
 static int is_seq(const config_setting_t *s)
 {
     return config_setting_is_list(s) || config_setting_is_array(s);
-}
-
-/* The key up to and including step k, as heat's messages write it. */
-static void key_text(const key_step *steps, int k, char *out, size_t size)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    for (int i = 0; i <= k && len < size; i++) {
-        int w = steps[i].name ? snprintf(out + len, size - len, "%s%s", i ? "." : "", steps[i].name)
-                              : snprintf(out + len, size - len, "[%ld]", steps[i].index);
-        if (w < 0) break;
-        len += (size_t)w;
-    }
 }
 
 /* Numbers change their type in place (the element's value kept): an
@@ -281,27 +268,32 @@ static int set_path(config_setting_t *cur, char *key, const char *set, int klen,
                 return HEAT_OK;
             }
             if (!m && steps[k + 1].name) m = config_setting_add(cur, st->name, CONFIG_TYPE_GROUP);
-            key_text(steps, k, here, sizeof here);
-            if (!m)
+            if (!m) {
+                char parent[512];
+                heat_deck_path_of(cur, parent, sizeof parent);
+                snprintf(here, sizeof here, "%s%s%s", parent, parent[0] ? "." : "", st->name);
                 return heat_error_append(err, HEAT_EINPUT,
                                          "--set %.*s: the deck has no %s to take an element of: "
                                          "give the whole list (--set %s=(...))",
                                          klen, set, here, here);
+            }
         } else {
             const int len = config_setting_length(cur);
-            key_text(steps, k - 1, here, sizeof here);
             if (st->index >= len) {
+                heat_deck_path_of(cur, here, sizeof here);
                 if (len == 0)
                     return heat_error_append(
                         err, HEAT_EINPUT, "--set %.*s: %s has no elements: give the whole %s", klen,
                         set, here, config_setting_is_array(cur) ? "array" : "list");
+                if (len == 1)
+                    return heat_error_append(err, HEAT_EINPUT, "--set %.*s: %s has 1 element, [0]",
+                                             klen, set, here);
                 return heat_error_append(err, HEAT_EINPUT,
-                                         "--set %.*s: %s has %d element%s, [0]%s%.0d%s", klen, set,
-                                         here, len, len == 1 ? "" : "s", len > 1 ? " to [" : "",
-                                         len > 1 ? len - 1 : 0, len > 1 ? "]" : "");
+                                         "--set %.*s: %s has %d elements, [0] to [%d]", klen, set,
+                                         here, len, len - 1);
             }
             m = config_setting_get_elem(cur, (unsigned)st->index);
-            key_text(steps, k, here, sizeof here);
+            heat_deck_path_of(m, here, sizeof here);
             if (last) {
                 const int agg = config_setting_is_aggregate(m),
                           sagg = config_setting_is_aggregate(src);
@@ -326,7 +318,7 @@ static int set_path(config_setting_t *cur, char *key, const char *set, int klen,
             }
         }
         const int want_group = steps[k + 1].name != NULL;
-        key_text(steps, k, here, sizeof here);
+        heat_deck_path_of(m, here, sizeof here);
         if (want_group && !config_setting_is_group(m))
             return heat_error_append(err, HEAT_EINPUT, "--set %.*s: %s is %s, not a group", klen,
                                      set, here, heat_deck_type_text(m));
