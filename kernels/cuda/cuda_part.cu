@@ -408,12 +408,14 @@ static int next_slot(part_state *s, int kind, heat_error *err)
     s->slot = (s->slot + 1) % NSLOT;
     const int k = s->slot;
     if (!s->pending[k]) return HEAT_OK;
-    const int last = s->p.nphase - 1;
+    /* a step's last events: the interior's (stream lo) and EV_END, after
+     * every other of stream hi; an exchange's: its last unpacking */
     if (s->pending[k] == SLOT_STEP) {
         PART_CHECK(cudaEventSynchronize(s->ev[k][EV_INTERIOR]));
         PART_CHECK(cudaEventSynchronize(s->ev[k][EV_END]));
+    } else {
+        PART_CHECK(cudaEventSynchronize(s->ev[k][PHASE_EV(s->p.nphase - 1, 3)]));
     }
-    PART_CHECK(cudaEventSynchronize(s->ev[k][PHASE_EV(last, 3)]));
     account_slot(s, k);
     return HEAT_OK;
 }
@@ -1098,6 +1100,13 @@ static int allocate(part_state *s, const char *name, heat_error *err)
     return HEAT_OK;
 }
 
+/* A measuring switch that is on unless the environment sets it to "0". */
+static bool env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, "0");
+}
+
 extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
                                      const heat_halo_comm *comm, FILE *notices, heat_backend **out,
                                      heat_error *err)
@@ -1132,10 +1141,8 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
         s->fused = fused;
         const char *hf = getenv("HEAT_CUDA_HALO_FIRST");
         s->halo_first = hf && *hf ? strcmp(hf, "0") != 0 : -1;
-        const char *hd = getenv("HEAT_CUDA_HALO_DIRECT");
-        s->direct = !(hd && !strcmp(hd, "0"));
-        const char *ov = getenv("HEAT_CUDA_HALO_OVERLAP");
-        s->overlap = !(ov && !strcmp(ov, "0"));
+        s->direct = !env_off("HEAT_CUDA_HALO_DIRECT");
+        s->overlap = !env_off("HEAT_CUDA_HALO_OVERLAP");
         const char *tr = getenv("HEAT_CUDA_HALO_TRACE");
         if (tr && *tr) {
             char name[4096];
