@@ -634,6 +634,15 @@ unknown:
     return -1;
 }
 
+const char *heat_cli_split_option(const char *arg, char *name, size_t size)
+{
+    const char *eq = !strncmp(arg, "--", 2) ? strchr(arg, '=') : NULL;
+    if (!eq || (size_t)(eq - arg) >= size) return NULL;
+    memcpy(name, arg, (size_t)(eq - arg));
+    name[eq - arg] = '\0';
+    return eq + 1;
+}
+
 /* --json FILE is written as FILE.partial and renamed to FILE once every row
  * is in: a run that fails or is stopped (SIGINT, SIGTERM) leaves an earlier
  * FILE as it was, and the handler removes the partial one. */
@@ -782,13 +791,10 @@ int heat_cmd_bench(int argc, char **argv)
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--multigrid")) return heat_bench_multigrid(argc, argv);
     for (int i = 0; i < argc;) {
-        /* --option=value as well as --option value */
-        const char *eq = !strncmp(argv[i], "--", 2) ? strchr(argv[i], '=') : NULL;
         char name[64];
-        if (eq && (size_t)(eq - argv[i]) < sizeof name) {
-            memcpy(name, argv[i], (size_t)(eq - argv[i]));
-            name[eq - argv[i]] = '\0';
-            const int used = bench_option(&o, name, eq + 1);
+        const char *v = heat_cli_split_option(argv[i], name, sizeof name);
+        if (v) {
+            const int used = bench_option(&o, name, v);
             if (used == 1) {
                 fprintf(stderr, "heat bench: %s takes no value\n", name);
                 return 2;

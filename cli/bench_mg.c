@@ -248,7 +248,10 @@ static int bench_size(const mg_opts *o, const int64_t n[3], const char *prec, FI
 static int parse(mg_opts *o, int argc, char **argv)
 {
     for (int i = 0; i < argc; i++) {
+        char name[64];
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *joined = heat_cli_split_option(s, name, sizeof name); /* --option=value */
+        if (joined) s = name, v = joined;
         if (!strcmp(s, "--multigrid")) continue;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             fputs(usage_mg, stdout);
@@ -267,7 +270,7 @@ static int parse(mg_opts *o, int argc, char **argv)
             fprintf(stderr, "heat bench --multigrid: %s needs a value (see --help)\n", s);
             return -1;
         }
-        i++;
+        if (!joined) i++;
         if (!strcmp(s, "--backend") && (!strcmp(v, "cpu") || !strcmp(v, "cuda")))
             o->backend = v;
         else if (!strcmp(s, "--size")) {

@@ -52,6 +52,10 @@ const char *heat_cli_parse_size(const char *s, int64_t n[3]);
 /* heat bench --multigrid (bench_mg.c). */
 int heat_bench_multigrid(int argc, char **argv);
 
+/* An argument --option=value: the option's name into name (size bytes at
+ * most) and its value returned; NULL for any other argument. */
+const char *heat_cli_split_option(const char *arg, char *name, size_t size);
+
 /* heat bench --json FILE: written as FILE.partial (removed on SIGINT or
  * SIGTERM) and renamed to FILE by heat_bench_json_close when rc is 0, else
  * removed, an earlier FILE left as it was. Open: NULL after saying why.

@@ -1330,6 +1330,12 @@ static void bench_refuses_bad_options(const char *dir)
     expect_rc(&r, 2);
     EXPECT_ERR(&r, "--runs needs a value");
     result_free(&r);
+    /* --option=value there too */
+    heat(&r, dir, "bench", "--multigrid", "--backend=cpu", "--size=17x17x1", "--runs=3",
+         "--precision=float", NULL);
+    expect_rc(&r, 0);
+    EXPECT_OUT(&r, "17x17x1");
+    result_free(&r);
     /* --temporal: each k from 1 to 8, refused before anything is timed. */
     const char *bad_k[][2] = {{"0", "--temporal 0: "},
                               {"9", "--temporal 9: "},
