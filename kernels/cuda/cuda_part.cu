@@ -87,7 +87,21 @@ struct part_state {
     void *hsend, *hrecv; /* pinned host memory (staged transport) */
     void *scratch;       /* bench only */
     unsigned long long *d_resid, *h_resid;
-    double *d_stats, *h_stats; /* field_stats: rows', groups' and the box's min, max, sum */
+    cudaEvent_t ev_resid; /* a check's residual copied back */
+    /* field_stats: the rows', groups' and the box's minima, maxima and sums
+     * (device), and the box's, copied back into one of two slots (pinned),
+     * each with its event: the last slot queued (sslot), and the one before,
+     * which a history row still reads while the next check's steps are
+     * queued (as the one-GPU backend, cuda_backend.cu). */
+    double *d_stats, *h_stats[2];
+    cudaEvent_t ev_stats[2];
+    int sslot;
+    int stats_fresh; /* h_stats[sslot]: those of u as it stands (once its event passed) */
+    /* Steps queued by part_queue and not yet waited for (with a residual:
+     * resid_queued); before: the slot with the statistics of the field
+     * before them (once its event has passed), or -1. */
+    int queued, resid_queued, before;
+    int blocking; /* the device waits asleep (heat_cuda_schedule_for_affinity) */
     cudaStream_t hi, lo;
     /* The events of the last NSLOT steps or exchanges, read once they are
      * done: the host waits for the GPU only every NSLOT of them. */
@@ -222,6 +236,7 @@ static cudaError_t launch_view(part_state *s, const hview &v, int depth, cudaStr
 static void swap_levels(part_state *s)
 {
     std::swap(s->u, s->v);
+    s->stats_fresh = 0;
 }
 
 /* --------------------------------------------------------- the exchange */
@@ -524,20 +539,19 @@ static cudaError_t mg_copy(part_state *s, void *level, void *mgbuf, bool to_mg)
     return cudaMemcpy3DAsync(&m, s->hi);
 }
 
-static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
+static cudaError_t enqueue_stats(part_state *s);
+
+/* Queues `steps` steps and, with `residual`, the copy of the last one's
+ * residual and the owned box's statistics after it (a check step's history
+ * row wants them), each followed by an event. Returns once they are queued:
+ * the host waits only where a slot of the ring comes round (next_slot), and
+ * where the transport runs on the host (MPI), in each exchange. */
+static int part_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
-    if (heat_case_multigrid(b->c)) {
-        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
-        int rc = heat_cuda_mg_advance(s->mg, steps, residual, err);
-        void *x0, *x1;
-        int64_t bn[3];
-        int gl[3];
-        heat_cuda_mg_level0(s->mg, &x0, &x1, bn, gl);
-        PART_CHECK(mg_copy(s, s->u, x0, false));
-        PART_CHECK(cudaStreamSynchronize(s->hi));
-        return rc;
-    }
+    s->before = s->stats_fresh ? s->sslot : -1;
+    s->queued = 1;
+    s->resid_queued = residual != 0;
     const int k = s->p.depth;
     if (residual) PART_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->hi));
     for (int64_t left = steps; left > 0;) {
@@ -559,18 +573,60 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
             if (rc) return rc;
         }
     }
-    /* The slots stay pending: reading up to NSLOT of them here, with the
-     * GPU idle until the next steps are queued, made each check 0.2 ms
-     * longer (next_slot or part_halo_stats reads them). */
-    PART_CHECK(cudaStreamSynchronize(s->hi));
     if (residual) {
-        PART_CHECK(cudaMemcpy(s->h_resid, s->d_resid, sizeof *s->h_resid, cudaMemcpyDeviceToHost));
+        PART_CHECK(cudaMemcpyAsync(s->h_resid, s->d_resid, sizeof *s->h_resid,
+                                   cudaMemcpyDeviceToHost, s->hi));
+        PART_CHECK(cudaEventRecord(s->ev_resid, s->hi));
+        PART_CHECK(enqueue_stats(s));
+    }
+    return HEAT_OK;
+}
+
+/* Waits for what part_queue queued: with a residual, for it alone (the
+ * statistics behind it are waited for by whoever reads them, and the next
+ * steps may be queued behind them first); else, and where the device waits
+ * asleep, for stream hi, which every step joins. The slots stay pending:
+ * reading up to NSLOT of them here, with the GPU idle until the next steps
+ * are queued, made each check 0.2 ms longer (next_slot or part_halo_stats
+ * reads them). */
+static int part_wait(heat_backend *b, double *residual, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    if (!s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no steps queued");
+    if (residual && !s->resid_queued)
+        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no residual queued");
+    s->queued = 0;
+    if (s->resid_queued && !s->blocking)
+        PART_CHECK(cudaEventSynchronize(s->ev_resid));
+    else
+        PART_CHECK(cudaStreamSynchronize(s->hi));
+    if (s->resid_queued) s->stats_fresh = 1;
+    if (residual) {
         double m;
         memcpy(&m, s->h_resid, sizeof m);
         if (m != m) m = INFINITY;
         *residual = m / b->c->d.dt;
     }
     return HEAT_OK;
+}
+
+static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    if (heat_case_multigrid(b->c)) {
+        if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
+        s->stats_fresh = 0;
+        int rc = heat_cuda_mg_advance(s->mg, steps, residual, err);
+        void *x0, *x1;
+        int64_t bn[3];
+        int gl[3];
+        heat_cuda_mg_level0(s->mg, &x0, &x1, bn, gl);
+        PART_CHECK(mg_copy(s, s->u, x0, false));
+        PART_CHECK(cudaStreamSynchronize(s->hi));
+        return rc;
+    }
+    int rc = part_queue(b, steps, residual != nullptr, err);
+    return rc ? rc : part_wait(b, residual, err);
 }
 
 /* ------------------------------------------------------ up and down */
@@ -606,6 +662,10 @@ static int part_upload(heat_backend *b, const void *host, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
     const size_t bytes = (size_t)s->p.values * s->vs;
+    /* A check's statistics may still read u on stream hi (part_wait waits
+     * for the residual alone); the default stream does not wait for it. */
+    PART_CHECK(cudaStreamSynchronize(s->hi));
+    s->stats_fresh = 0;
     PART_CHECK(cudaMemset(s->u, 0, bytes));
     PART_CHECK(owned_copy(s, s->u, (void *)host, true));
     PART_CHECK(cudaDeviceSynchronize());
@@ -799,7 +859,11 @@ static void part_destroy(heat_backend *b)
         cudaFree(s->d_resid);
         cudaFreeHost(s->h_resid);
         cudaFree(s->d_stats);
-        cudaFreeHost(s->h_stats);
+        for (int i = 0; i < 2; i++) {
+            cudaFreeHost(s->h_stats[i]);
+            if (s->ev_stats[i]) cudaEventDestroy(s->ev_stats[i]);
+        }
+        if (s->ev_resid) cudaEventDestroy(s->ev_resid);
         cudaFreeHost(s->hsend);
         cudaFreeHost(s->hrecv);
         for (int k = 0; k < NSLOT; k++)
@@ -884,20 +948,40 @@ static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
     if (s->mg) heat_cuda_mg_halo_stats(s->mg, st);
 }
 
-/* history.csv's statistics of the owned box in backend_impl.h's order (its
- * rows y fastest, as a download of the box folded on the host would give),
- * on the GPU: three values come back. */
+/* Queues the owned box's statistics of u (history.csv's, in backend_impl.h's
+ * order: its rows y fastest, as a download of the box folded on the host
+ * would give) into the next slot, on stream hi, to be read once its event
+ * has passed. */
+static cudaError_t enqueue_stats(part_state *s)
+{
+    const hbox &o = s->p.owned;
+    const char *base = (const char *)s->u + heat_halo_at(&s->p, o.lo[0], o.lo[1], o.lo[2]) * s->vs;
+    cudaError_t e = heat_cuda_stats_queue(base, s->vs == sizeof(float), o.hi[0] - o.lo[0],
+                                          o.hi[1] - o.lo[1], o.hi[2] - o.lo[2], s->p.sy, s->p.sz,
+                                          &s->d_stats, &s->h_stats[s->sslot ^ 1], s->hi);
+    if (e != cudaSuccess) return e;
+    s->sslot ^= 1;
+    return cudaEventRecord(s->ev_stats[s->sslot], s->hi);
+}
+
+/* history.csv's statistics of the owned box, on the GPU (three values come
+ * back): those a check step's steps brought back, or computed now. While
+ * steps are queued, those of the field before them (backend.h), which
+ * stream hi computed before the steps. */
 static int part_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
-    const hbox &o = s->p.owned;
-    PART_CHECK(cudaStreamSynchronize(s->hi));
-    const char *base = (const char *)s->u + heat_halo_at(&s->p, o.lo[0], o.lo[1], o.lo[2]) * s->vs;
-    PART_CHECK(heat_cuda_stats_queue(base, s->vs == sizeof(float), o.hi[0] - o.lo[0],
-                                     o.hi[1] - o.lo[1], o.hi[2] - o.lo[2], s->p.sy, s->p.sz,
-                                     &s->d_stats, &s->h_stats, s->lo));
-    PART_CHECK(cudaStreamSynchronize(s->lo));
-    *min = s->h_stats[0], *max = s->h_stats[1], *sum = s->h_stats[2];
+    if (s->queued && s->before < 0)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: the statistics of the field before queued steps "
+                              "were not computed");
+    if (!s->queued && !s->stats_fresh) {
+        PART_CHECK(enqueue_stats(s));
+        s->stats_fresh = 1;
+    }
+    const int at = s->queued ? s->before : s->sslot;
+    PART_CHECK(cudaEventSynchronize(s->ev_stats[at]));
+    *min = s->h_stats[at][0], *max = s->h_stats[at][1], *sum = s->h_stats[at][2];
     return HEAT_OK;
 }
 
@@ -940,7 +1024,7 @@ static const heat_backend_ops part_ops = {
     part_host_alloc,     part_host_free,    part_bench_time, NULL /* poison_next */,
     part_halo_stats,     part_bench_halo,   part_class_box,  part_set_classes,
     part_field_stats,    NULL /* sample */, part_mg_setup,   part_mg_info,
-    NULL /* mg_bench */, part_warm};
+    NULL /* mg_bench */, part_warm,         part_queue,      part_wait};
 
 /* ----------------------------------------------------------- creation */
 
@@ -1096,6 +1180,17 @@ static int allocate(part_state *s, const char *name, heat_error *err)
     PART_CHECK(cudaStreamCreateWithPriority(&s->lo, cudaStreamNonBlocking, least));
     for (int k = 0; k < NSLOT; k++)
         for (int i = 0; i < NEV; i++) PART_CHECK(cudaEventCreate(&s->ev[k][i]));
+    /* Where the device waits asleep, so do these events (cudaEventSynchronize
+     * spins without cudaEventBlockingSync, whatever the device's flags say). */
+    unsigned dflags = 0;
+    if (cudaGetDeviceFlags(&dflags) != cudaSuccess) cudaGetLastError();
+    s->blocking = (dflags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
+    const unsigned eflags = cudaEventDisableTiming | (s->blocking ? cudaEventBlockingSync : 0u);
+    PART_CHECK(cudaEventCreateWithFlags(&s->ev_resid, eflags));
+    for (int i = 0; i < 2; i++) {
+        PART_CHECK(cudaEventCreateWithFlags(&s->ev_stats[i], eflags));
+        PART_CHECK(cudaMallocHost(&s->h_stats[i], 3 * sizeof(double)));
+    }
     PART_CHECK(cudaDeviceSynchronize());
     return HEAT_OK;
 }
