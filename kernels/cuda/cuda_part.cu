@@ -33,8 +33,10 @@
  * vector loads: where x has ghost layers the plan aligns the owned box and
  * the rows, and a view's first x node is moved down to an aligned one (the
  * nodes it adds are recomputed alike, or are ghosts that the exchange
- * overwrites). The residual is therefore taken by a kernel of its own over
- * the owned box, never from the sweeps.
+ * overwrites). There a check step's residual is therefore taken by a kernel
+ * of its own over the owned box; where x has no ghost layers no view is
+ * moved, the views of the overlapped step cover the owned box exactly, and
+ * its sweeps fold the residual as the whole grid's do.
  */
 #include <sched.h>
 #include <algorithm>
@@ -121,6 +123,13 @@ struct part_state {
     cudaEvent_t t0;
     unsigned long long trace_steps; /* the trace's rows: overlapped steps, warm-up included */
     int overlap; /* the interior overlaps the exchange (HEAT_CUDA_HALO_OVERLAP=0: not) */
+    /* A check step's residual folded by its sweeps (the shell's and the
+     * interior's views, which then cover the owned box exactly) where x has
+     * no ghost layers, so that no view is aligned beyond it; else, or with
+     * HEAT_CUDA_RESID_INLINE=0 (for measuring), by launch_residual. fold:
+     * the views launched now fold it. */
+    int resid_inline;
+    bool fold;
     /* The variable-coefficient update (c->d.general): the classes laid out
      * as the local array (d_cls) and the tables (d_tab; their fields in gf
      * or gd, whose geometry each view fills). With multigrid, the classes on
@@ -193,6 +202,7 @@ static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const
     const int64_t data_end = p.owned.hi[0] + p.gv[HEAT_X_HI];
     a.xpad = v.b.hi[0] == data_end ? (int)(p.sy - data_end) : 0;
     a.wchunk = a.nw;
+    a.resid = s->fold ? s->d_resid : nullptr;
     return a;
 }
 
@@ -481,8 +491,13 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
         PART_CHECK(cudaEventRecord(s->t0, s->hi));
     }
     PART_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
-    for (int i = 0; i < p.nshell; i++)
-        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi));
+    const bool fold = resid && s->resid_inline;
+    s->fold = fold;
+    cudaError_t es = cudaSuccess;
+    for (int i = 0; es == cudaSuccess && i < p.nshell; i++)
+        es = launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi);
+    s->fold = false;
+    PART_CHECK(es);
     /* With halo_first the first phase's messages are packed (and NCCL's
      * transfer queued) before the interior starts: the interior's blocks
      * then take every SM until it ends, and the packing or NCCL's kernel
@@ -499,7 +514,10 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     if (serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
     const int start = serial ? EV_END : early ? EV_PACKED : EV_BEGIN; /* the interior's */
     PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, start), 0));
-    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo));
+    s->fold = fold;
+    const cudaError_t ei = launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo);
+    s->fold = false;
+    PART_CHECK(ei);
     PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
     if (early && s->xp != XP_NCCL) rc = phase_finish(s, s->v, 0, err);
     for (int ph = early ? 1 : 0; !rc && any && !serial && ph < p.nphase; ph++)
@@ -507,7 +525,7 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     if (rc) return rc;
     if (!serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
     PART_CHECK(cudaStreamWaitEvent(s->hi, EV(s, EV_INTERIOR), 0));
-    if (resid) PART_CHECK(launch_residual(s));
+    if (resid && !fold) PART_CHECK(launch_residual(s));
     swap_levels(s);
     return any ? next_slot(s, SLOT_STEP, err) : HEAT_OK;
 }
@@ -1006,9 +1024,15 @@ static int part_warm(heat_backend *b, heat_error *err)
                 else if (ops[i].kind == HALO_EXCHANGE)
                     continue; /* below, once */
                 else {
-                    for (int j = 0; j < p.nshell; j++)
-                        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi));
-                    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi));
+                    /* the residual folded where the check step folds it */
+                    s->fold = resid && s->resid_inline;
+                    cudaError_t e = cudaSuccess;
+                    for (int j = 0; e == cudaSuccess && j < p.nshell; j++)
+                        e = launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi);
+                    if (e == cudaSuccess)
+                        e = launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi);
+                    s->fold = false;
+                    PART_CHECK(e);
                 }
             }
         }
@@ -1250,6 +1274,8 @@ extern "C" int heat_cuda_part_create(const heat_case *c, const heat_part *part,
                         strerror(errno));
         }
         heat_halo_plan_init(&s->p, c, part, s->V);
+        s->resid_inline =
+            !s->p.gv[HEAT_X_LO] && !s->p.gv[HEAT_X_HI] && !env_off("HEAT_CUDA_RESID_INLINE");
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
             rc = heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no device properties");
