@@ -332,18 +332,25 @@ static void adapt_chunk(run_state *s, int64_t chunk, double seconds)
 
 /* `steps` steps, with the residual of the last in s->residual when `want`
  * says so. A check's history row left pending is written while the steps
- * run: the backend queues them behind that check's statistics. */
-static int advance(run_state *s, int64_t steps, int want, heat_error *err)
+ * run: the backend queues them behind that check's statistics. Returns the
+ * backend's outcome, which may be one rank's alone; the row's, agreed over
+ * the ranks, goes to *row (its message to err where the steps succeeded),
+ * and the steps are waited for either way, so that every rank has run the
+ * same steps and their exchanges. */
+static int advance(run_state *s, int64_t steps, int want, int *row, heat_error *err)
 {
+    *row = HEAT_OK;
     double *resid = want ? &s->residual : NULL;
     if (!s->row_pending) return heat_backend_advance(s->b, steps, resid, err);
     s->row_pending = 0;
     int rc = heat_backend_queue(s->b, steps, want, err);
     if (rc) return rc;
-    rc = history_row(s, s->residual, s->row_wall, err);
-    heat_error later;
-    const int waited = heat_backend_wait(s->b, resid, rc ? &later : err);
-    return rc ? rc : waited;
+    heat_error row_err;
+    heat_error_clear(&row_err);
+    *row = history_row(s, s->residual, s->row_wall, &row_err);
+    rc = heat_backend_wait(s->b, resid, err);
+    if (!rc && *row) *err = row_err;
+    return rc;
 }
 
 /* Advances toward `due` by one chunk (at most chunk_max steps), with the
@@ -363,8 +370,10 @@ static int run_chunk(run_state *s, int64_t due, int *check, double *wall, int *s
     /* Implicit steps always say their residual: a step whose solve stalls
      * ends the chunk there and is checked. */
     const int implicit = heat_case_implicit(c);
-    int rc = advance(s, chunk, *check || implicit, err);
+    int row;
+    int rc = advance(s, chunk, *check || implicit, &row, err);
     if (collective_or_abort(s, rc, err)) return rc;
+    if (row) return row; /* agreed: every rank ends here, one message */
     const double a1 = heat_wall_seconds();
     s->step = next;
     if (heat_case_multigrid(c)) {
