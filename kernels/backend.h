@@ -61,17 +61,17 @@ int heat_backend_upload(heat_backend *b, const void *host_field, heat_error *err
 int heat_backend_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err);
 
 /* heat_backend_advance in two halves, where the backend offers them
- * (heat_backend_queues: the GPU, on the whole grid or a rank's part, which
- * runs the steps asynchronously, and the whole-grid CPU backend, which runs
- * them in wait): queue returns once
- * the steps are queued (`residual`: their last step's residual is wanted),
- * wait waits for them and stores that residual. Between the two, the caller
+ * (heat_backend_queues: the GPU, which runs the steps asynchronously, and
+ * the CPU, which runs them in wait; on the whole grid or a rank's part):
+ * queue returns once the steps are queued (`residual`: their last step's
+ * residual is wanted), wait waits for them and stores that residual.
+ * Between the two, the caller
  * may do host work and call heat_backend_field_stats alone, which then gives
  * the statistics of the field before the queued steps, if that field's
  * statistics came with a residual (a check step's advance brings them back
  * with it); nothing else may use the backend. Not offered for multigrid
- * cases, or for a rank's part on the CPU. On a rank's part the steps may
- * exchange halos: every rank must queue the same steps. */
+ * cases. On a rank's part the steps exchange halos: every rank must queue
+ * and wait for the same steps. */
 int heat_backend_queues(const heat_backend *b);
 int heat_backend_queue(heat_backend *b, int64_t steps, int residual, heat_error *err);
 int heat_backend_wait(heat_backend *b, double *residual, heat_error *err);

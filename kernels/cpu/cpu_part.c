@@ -52,6 +52,10 @@ typedef struct part_state {
     uint8_t *mgcls;
     int64_t clo[3], cn[3];
     heat_coeffs k;
+    /* Steps queued (heat_backend_queue) and run by part_wait; with the
+     * residual of the last when resid_queued. */
+    int64_t queued;
+    int resid_queued;
 } part_state;
 
 static double now(void)
@@ -444,6 +448,31 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
     return rc;
 }
 
+/* heat_backend_queue: the steps run in part_wait, so that until then the
+ * field, and its statistics, are those before them (backend.h), as on the
+ * whole grid (cpu_backend.c). Nothing is gained on the CPU; the driver's
+ * rows written between the two halves, with the ranks' agreements in them,
+ * run in every test of several CPU ranks, as on GPU ranks. */
+static int part_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
+{
+    part_state *s = b->impl;
+    if (s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: steps already queued");
+    s->queued = steps;
+    s->resid_queued = residual != 0;
+    return HEAT_OK;
+}
+
+static int part_wait(heat_backend *b, double *residual, heat_error *err)
+{
+    part_state *s = b->impl;
+    const int64_t steps = s->queued;
+    if (steps <= 0) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no steps queued");
+    if (residual && !s->resid_queued)
+        return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no residual queued");
+    s->queued = 0;
+    return part_advance(b, steps, residual, err);
+}
+
 static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
 {
     const part_state *s = b->impl;
@@ -463,7 +492,9 @@ static const heat_backend_ops part_ops = {.upload = part_upload,
                                           .field_stats = part_field_stats,
                                           .sample = part_sample,
                                           .mg_setup = part_mg_setup,
-                                          .mg_info = part_mg_info};
+                                          .mg_info = part_mg_info,
+                                          .queue = part_queue,
+                                          .wait = part_wait};
 
 int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_halo_comm *comm,
                          heat_backend **out, heat_error *err)
