@@ -183,31 +183,34 @@ int heat_outdir_check_other_run(const char *dir, const char *name, heat_output_m
                                 heat_error *err)
 {
     if (mode == HEAT_OUTPUT_OVERWRITE) return HEAT_OK;
-    if (mode == HEAT_OUTPUT_NEW) name = NULL; /* any run's files */
-    int rc = HEAT_OK;
     DIR *d = opendir(dir);
     if (!d) return HEAT_OK; /* heat_output_open reports the reason */
+    /* A restart: any file of another run's name is refused. A new run: any
+     * run file is, with --restart offered only where no file there has
+     * another name than the deck's (other_name would refuse it). */
+    char first[HEAT_PATH_MAX] = "";
+    int others = 0, rc = HEAT_OK;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (name) {
-            size_t len = run_name_length(e->d_name);
-            if (len && (len != strlen(name) || strncmp(e->d_name, name, len) != 0)) {
+        const size_t len = run_name_length(e->d_name);
+        const int other = len && (len != strlen(name) || strncmp(e->d_name, name, len) != 0);
+        if (mode == HEAT_OUTPUT_CONTINUE) {
+            if (other) {
                 rc = other_name(dir, e->d_name, len, name, err);
                 break;
             }
             continue;
         }
-        if (heat_outdir_is_run_file(e->d_name)) {
-            rc = heat_error_set(err, HEAT_EINPUT,
-                                "output.dir = \"%s\" already holds another run (%s): use "
-                                "--overwrite to replace it, --restart latest to continue it, or "
-                                "another output.dir (e.g. --set output.dir=\"%s-2\")",
-                                dir, e->d_name, dir);
-            break;
-        }
+        others += other;
+        if (heat_outdir_is_run_file(e->d_name) && (!first[0] || (other && others == 1)))
+            snprintf(first, sizeof first, "%s", e->d_name);
     }
     closedir(d);
-    return rc;
+    if (rc || !first[0]) return rc;
+    return heat_error_set(err, HEAT_EINPUT,
+                          "output.dir = \"%s\" already holds another run (%s): use --overwrite "
+                          "to replace it, %sor another output.dir (e.g. --set output.dir=\"%s-2\")",
+                          dir, first, others ? "" : "--restart latest to continue it, ", dir);
 }
 
 int heat_outdir_lock(const char *dir, FILE *notices, int *fd, heat_error *err)

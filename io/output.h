@@ -86,7 +86,8 @@ typedef struct heat_output_options {
  * when it exists and is not a directory; when a live run holds it (its lock,
  * naming the pid); when it holds another run's files (history.csv, *.vtkhdf,
  * *.xmf) and mode is HEAT_OUTPUT_NEW, naming a file found and the ways out
- * (--overwrite, --restart, another output.dir); when it holds snapshots,
+ * (--overwrite, --restart where no file there has another run's name,
+ * another output.dir); when it holds snapshots,
  * checkpoints or an index of a run not named `name` and mode is
  * HEAT_OUTPUT_CONTINUE. Used by `heat check` and before a run starts;
  * heat_output_open takes the lock itself. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,6 +139,20 @@ static void test_refuses_to_overwrite(void **state)
     char *after = read_in(dir, "res/history.csv");
     assert_string_equal(before, after);
     free(after);
+
+    /* a directory of a run of another name: --restart, which would refuse
+     * it, is not offered */
+    path_in(p, sizeof p, dir, "other/other_00000000.vtkhdf");
+    char od[4200];
+    path_in(od, sizeof od, dir, "other");
+    assert_int_equal(mkdir(od, 0755), 0);
+    test_write_file(p, "not read\n");
+    heat(&r, dir, "run", "d.cfg", "--set", "output.dir=\"other\"", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "output.dir = \"other\" already holds another run (other_00000000.vtkhdf)");
+    EXPECT_ERR(&r, "--overwrite");
+    EXPECT_NOT_ERR(&r, "--restart");
+    result_free(&r);
 
     /* check says so too, without failing */
     heat(&r, dir, "check", "d.cfg", NULL);
