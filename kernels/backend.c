@@ -27,7 +27,10 @@ static void notice_unfused(const heat_case *c, const char *who, FILE *notices)
 
 static int create_cpu(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
 {
-    int rc = heat_cpu_backend_create(c, out, err);
+    /* A deck error on the CPU whatever the process count, as heat check says */
+    int rc = heat_backend_check_transport(c, 1, err);
+    if (rc) return rc;
+    rc = heat_cpu_backend_create(c, out, err);
     if (rc == HEAT_OK) notice_unfused(c, "the cpu backend", notices);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_helpers.h"
 #include "heat_case.h"
@@ -407,6 +408,16 @@ static void test_check_refuses_what_run_refuses(void **state)
     EXPECT_ERR(&r, "parallel.transport = \"nccl\" moves halos between GPUs, but this run is on "
                    "the CPU: use \"auto\" or \"mpi\"");
     EXPECT_NOT_OUT(&r, "valid");
+    result_free(&r);
+    /* and heat run in one process, before anything is written */
+    heat(&r, dir, "run", "d.cfg", "--set", "parallel.transport=\"nccl\"", "--set",
+         "solver.backend=\"cpu\"", NULL);
+    expect_rc(&r, 2);
+    EXPECT_ERR(&r, "parallel.transport = \"nccl\" moves halos between GPUs, but this run is on "
+                   "the CPU: use \"auto\" or \"mpi\"");
+    char out[4200];
+    path_in(out, sizeof out, dir, "res");
+    assert_int_not_equal(access(out, F_OK), 0);
     result_free(&r);
     heat(&r, dir, "check", "d.cfg", "--set", "parallel.transport=\"mpi\"", "--set",
          "solver.backend=\"cpu\"", NULL);
