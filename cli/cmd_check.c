@@ -52,9 +52,12 @@ static void temporal_block_text(const heat_case *c, char *buf, size_t n)
         snprintf(times, sizeof times,
                  "; a run on one GPU times k = %d to %d there first and keeps the fastest", lo, hi);
     if (c->solver.temporal_auto && (k > 1 || timed))
-        snprintf(buf, n, " (\"auto\": the fastest measured for %dD %s%s on an H100 with %s%s)",
+        snprintf(buf, n, " (\"auto\": the fastest measured for %dD %s%s on an H100 with %s%s%s)",
                  c->grid.dims, heat_precision_name(c->solver.precision),
-                 c->d.general ? " general cases" : "", fuser, times);
+                 c->d.general ? " general cases" : "", fuser, times,
+                 be == HEAT_BACKEND_CPU
+                     ? "; this run is on the CPU, which runs the steps one by one"
+                     : "");
     else if (c->solver.temporal_auto)
         snprintf(buf, n, " (\"auto\": nothing to fuse for %dD %s here: backend, kernel or grid)",
                  c->grid.dims, heat_precision_name(c->solver.precision));

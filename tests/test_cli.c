@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cli_helpers.h"
 #include "heat_case.h"
 #include "output.h"
@@ -800,6 +801,16 @@ static void test_temporal_block(void **state)
          "grid.points=[64, 64, 28]", NULL);
     expect_rc(&r, 0);
     EXPECT_OUT(&r, "a run on one GPU times k = 2 to 3 there first");
+    result_free(&r);
+    /* backend "auto" in a build without CUDA: the table's k, run one by one */
+    heat(&r, dir, "check", "d.cfg", "--set", "solver.temporal_block=\"auto\"", "--set",
+         "solver.backend=auto", "--set", "grid.points=[64, 64, 64]", NULL);
+    expect_rc(&r, 0);
+    if (heat_backend_has_gpu_build())
+        EXPECT_NOT_OUT(&r, "this run is on the CPU");
+    else
+        EXPECT_OUT(&r, "on an H100 with register_tiled; this run is on the CPU, which runs the "
+                       "steps one by one)\n");
     result_free(&r);
     heat(&r, dir, "check", "d.cfg", "--set", "solver.temporal_block=\"auto\"", "--set",
          "solver.backend=cuda", "--set", "solver.precision=\"float\"", "--set",
