@@ -178,8 +178,10 @@ static void v_time(vctx *v, const config_setting_t *root, heat_case *c)
         !(c->time.safety > 0 && c->time.safety <= 1))
         heat_deck_bad(v, MEMBER(g, "safety"), "safety must be in (0, 1]");
     int i;
-    if (heat_deck_get_choice(v, g, "scheme", 0, heat_scheme_names, &i) == 1)
+    if (heat_deck_get_choice(v, g, "scheme", 0, heat_scheme_names, &i) == 1) {
         c->time.scheme = (heat_scheme)i;
+        heat_deck_where(v, MEMBER(g, "scheme"), c->time.scheme_where, sizeof c->time.scheme_where);
+    }
 }
 
 static void v_steady(vctx *v, const config_setting_t *root, heat_case *c)

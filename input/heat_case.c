@@ -558,8 +558,9 @@ int heat_case_derive(heat_case *c, heat_error *err)
     if (heat_case_steady_multigrid(c)) return derive_cycles(c, err);
     if (heat_case_implicit(c) && !c->time.has_dt)
         return heat_error_set(err, HEAT_EINPUT,
-                              "time.scheme = \"%s\" needs time.dt: any dt > 0 (the explicit "
+                              "%s%stime.scheme = \"%s\" needs time.dt: any dt > 0 (the explicit "
                               "limit here is dt_max = %.9g)",
+                              c->time.scheme_where, c->time.scheme_where[0] ? ": " : "",
                               heat_scheme_name(c->time.scheme), c->d.dt_max);
     double dt = c->time.has_dt ? c->time.dt : c->time.safety * c->d.dt_max;
     if (c->time.has_dt && dt > c->d.dt_max && !heat_case_implicit(c)) return dt_refused(c, dt, err);

@@ -196,6 +196,7 @@ typedef struct heat_case {
         char dt_where[HEAT_PATH_MAX + 32]; /* "deck.cfg:7" or "--set", for messages */
         double safety;
         heat_scheme scheme;
+        char scheme_where[HEAT_PATH_MAX + 32]; /* as dt_where, where the deck names a scheme */
     } time;
 
     struct {

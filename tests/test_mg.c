@@ -657,7 +657,7 @@ static void test_deck_keys(void **state)
                    "solver.implicit_tolerance = 1.5: expected a number in (0, 1)");
     expect_refused(sine_deck, "solver.implicit_tolerance=0", "in (0, 1)");
     expect_refused(sine_deck, "time={scheme=\"backward_euler\"; max_steps=3;}",
-                   "time.scheme = \"backward_euler\" needs time.dt");
+                   "--set: time.scheme = \"backward_euler\" needs time.dt");
     expect_refused(linear_deck, "time={scheme=\"crank_nicolson\"; dt=0.1; max_steps=3;}",
                    "steady.method = \"multigrid\" solves the steady state directly");
     /* a split is the driver's to check (heat_mg_split_check): the deck
