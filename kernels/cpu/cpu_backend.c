@@ -90,12 +90,9 @@ typedef struct cpu_state {
     size_t bytes;
     uint8_t *cls; /* the classes of the grid (general cases) */
     cpu_gen *gen;
-    heat_coeffs k; /* the classes' tables (general cases; k.w not kept) */
-    cpu_mg *mg;    /* multigrid (heat_case_multigrid) */
-    /* Steps queued (heat_backend_queue) and run by cpu_wait; with the
-     * residual of the last when resid_queued. */
-    int64_t queued;
-    int resid_queued;
+    heat_coeffs k;          /* the classes' tables (general cases; k.w not kept) */
+    cpu_mg *mg;             /* multigrid (heat_case_multigrid) */
+    heat_cpu_queued queued; /* steps queued (heat_backend_queue), run by cpu_wait */
 } cpu_state;
 
 static int cpu_upload(heat_backend *b, const void *host, heat_error *err)
@@ -376,28 +373,33 @@ static int cpu_sample(heat_backend *b, int n, const int64_t *index, double *valu
     return HEAT_OK;
 }
 
-/* heat_backend_queue: the steps run in cpu_wait, so that until then the
- * field, and its statistics, are those before them (backend.h). Nothing is
- * gained on the CPU; the driver's rows written between the two halves run
- * in every test of the CPU backend, as on the GPU. */
+int heat_cpu_queue(heat_cpu_queued *q, int64_t steps, int residual, heat_error *err)
+{
+    if (q->steps) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: steps already queued");
+    q->steps = steps;
+    q->residual = residual != 0;
+    return HEAT_OK;
+}
+
+int heat_cpu_wait(heat_backend *b, heat_cpu_queued *q, heat_cpu_advance_fn advance,
+                  double *residual, heat_error *err)
+{
+    const int64_t steps = q->steps;
+    if (steps <= 0) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no steps queued");
+    if (residual && !q->residual)
+        return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no residual queued");
+    q->steps = 0;
+    return advance(b, steps, residual, err);
+}
+
 static int cpu_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
 {
-    cpu_state *s = b->impl;
-    if (s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: steps already queued");
-    s->queued = steps;
-    s->resid_queued = residual != 0;
-    return HEAT_OK;
+    return heat_cpu_queue(&((cpu_state *)b->impl)->queued, steps, residual, err);
 }
 
 static int cpu_wait(heat_backend *b, double *residual, heat_error *err)
 {
-    cpu_state *s = b->impl;
-    const int64_t steps = s->queued;
-    if (steps <= 0) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no steps queued");
-    if (residual && !s->resid_queued)
-        return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no residual queued");
-    s->queued = 0;
-    return cpu_advance(b, steps, residual, err);
+    return heat_cpu_wait(b, &((cpu_state *)b->impl)->queued, cpu_advance, residual, err);
 }
 
 static const heat_backend_ops cpu_ops = {.upload = cpu_upload,

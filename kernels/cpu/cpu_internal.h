@@ -48,6 +48,19 @@ int heat_cpu_bench_loop(heat_backend *b, heat_cpu_advance_fn advance, void **scr
                         size_t bytes, int steps, int runs, double *copy_ms, double *steps_ms,
                         heat_error *err);
 
+/* queue and wait (backend.h) of a synchronous backend: queue notes the
+ * steps and wait runs them with `advance`, so that until then the field, and
+ * its statistics, are those before them. Nothing is gained on the CPU; the
+ * driver's rows written between the two halves run in every test of the CPU
+ * backends, as on the GPU. */
+typedef struct heat_cpu_queued {
+    int64_t steps; /* queued, not yet run */
+    int residual;  /* the residual of the last is wanted */
+} heat_cpu_queued;
+int heat_cpu_queue(heat_cpu_queued *q, int64_t steps, int residual, heat_error *err);
+int heat_cpu_wait(heat_backend *b, heat_cpu_queued *q, heat_cpu_advance_fn advance,
+                  double *residual, heat_error *err);
+
 /* Multigrid on the CPU (cpu_mg.c, kernels/mg.h): the hierarchy of the case
  * over the field's two buffers u (the field) and v, with the grid's classes
  * and tables (NULL for a case that is not general; cls is borrowed). */

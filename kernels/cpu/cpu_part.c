@@ -52,10 +52,7 @@ typedef struct part_state {
     uint8_t *mgcls;
     int64_t clo[3], cn[3];
     heat_coeffs k;
-    /* Steps queued (heat_backend_queue) and run by part_wait; with the
-     * residual of the last when resid_queued. */
-    int64_t queued;
-    int resid_queued;
+    heat_cpu_queued queued; /* steps queued (heat_backend_queue), run by part_wait */
 } part_state;
 
 static double now(void)
@@ -448,29 +445,17 @@ static int part_bench_halo(heat_backend *b, int runs, double *pack_ms, double *t
     return rc;
 }
 
-/* heat_backend_queue: the steps run in part_wait, so that until then the
- * field, and its statistics, are those before them (backend.h), as on the
- * whole grid (cpu_backend.c). Nothing is gained on the CPU; the driver's
- * rows written between the two halves, with the ranks' agreements in them,
- * run in every test of several CPU ranks, as on GPU ranks. */
+/* queue and wait as on the whole grid (heat_cpu_queue): the driver's rows
+ * between the two halves, with the ranks' agreements in them, run in every
+ * test of several CPU ranks, as on GPU ranks. */
 static int part_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
 {
-    part_state *s = b->impl;
-    if (s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: steps already queued");
-    s->queued = steps;
-    s->resid_queued = residual != 0;
-    return HEAT_OK;
+    return heat_cpu_queue(&((part_state *)b->impl)->queued, steps, residual, err);
 }
 
 static int part_wait(heat_backend *b, double *residual, heat_error *err)
 {
-    part_state *s = b->impl;
-    const int64_t steps = s->queued;
-    if (steps <= 0) return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no steps queued");
-    if (residual && !s->resid_queued)
-        return heat_error_set(err, HEAT_ERUNTIME, "cpu backend: no residual queued");
-    s->queued = 0;
-    return part_advance(b, steps, residual, err);
+    return heat_cpu_wait(b, &((part_state *)b->impl)->queued, part_advance, residual, err);
 }
 
 static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
