@@ -27,8 +27,13 @@ static void notice_unfused(const heat_case *c, const char *who, FILE *notices)
 
 static int create_cpu(const heat_case *c, FILE *notices, heat_backend **out, heat_error *err)
 {
-    /* A deck error on the CPU whatever the process count, as heat check says */
-    int rc = heat_backend_check_transport(c, 1, err);
+    /* A deck error where the deck puts the run on the CPU (backend "cpu", or
+     * "auto" in a build without CUDA), whatever the process count, as heat
+     * check says; a run that "auto" moves to the CPU for want of a GPU goes
+     * on (it has no halos to move). */
+    int rc = c->solver.backend == HEAT_BACKEND_CPU || !heat_backend_has_gpu_build()
+                 ? heat_backend_check_transport(c, 1, err)
+                 : HEAT_OK;
     if (rc) return rc;
     rc = heat_cpu_backend_create(c, out, err);
     if (rc == HEAT_OK) notice_unfused(c, "the cpu backend", notices);

@@ -564,12 +564,8 @@ static cudaError_t enqueue_stats(part_state *s);
  * row wants them), each followed by an event. Returns once they are queued:
  * the host waits only where a slot of the ring comes round (next_slot), and
  * where the transport runs on the host (MPI), in each exchange. */
-static int part_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
+static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *err)
 {
-    part_state *s = (part_state *)b->impl;
-    s->before = s->stats_fresh ? s->sslot : -1;
-    s->queued = 1;
-    s->resid_queued = residual != 0;
     const int k = s->p.depth;
     if (residual) PART_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->hi));
     for (int64_t left = steps; left > 0;) {
@@ -600,6 +596,27 @@ static int part_queue(heat_backend *b, int64_t steps, int residual, heat_error *
     return HEAT_OK;
 }
 
+/* Where queuing fails the levels may have swapped and the statistics no
+ * longer match: nothing is left queued or fresh, after whatever did queue. */
+static void queue_failed(part_state *s)
+{
+    if (cudaStreamSynchronize(s->hi) != cudaSuccess) cudaGetLastError();
+    if (cudaStreamSynchronize(s->lo) != cudaSuccess) cudaGetLastError();
+    s->queued = 0;
+    s->stats_fresh = 0;
+}
+
+static int part_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
+{
+    part_state *s = (part_state *)b->impl;
+    s->before = s->stats_fresh ? s->sslot : -1;
+    s->queued = 1;
+    s->resid_queued = residual != 0;
+    const int rc = queue_steps(s, steps, residual, err);
+    if (rc) queue_failed(s);
+    return rc;
+}
+
 /* Waits for what part_queue queued: with a residual, for it alone (the
  * statistics behind it are waited for by whoever reads them, and the next
  * steps may be queued behind them first); else, and where the device waits
@@ -611,8 +628,10 @@ static int part_wait(heat_backend *b, double *residual, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
     if (!s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no steps queued");
-    if (residual && !s->resid_queued)
+    if (residual && !s->resid_queued) {
+        queue_failed(s);
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no residual queued");
+    }
     s->queued = 0;
     if (s->resid_queued && !s->blocking)
         PART_CHECK(cudaEventSynchronize(s->ev_resid));
@@ -864,6 +883,10 @@ static void part_destroy(heat_backend *b)
     if (!b) return;
     part_state *s = (part_state *)b->impl;
     if (s) {
+        /* a check's statistics may still be queued (part_wait waits for the
+         * residual alone) */
+        if (s->hi && cudaStreamSynchronize(s->hi) != cudaSuccess) cudaGetLastError();
+        if (s->lo && cudaStreamSynchronize(s->lo) != cudaSuccess) cudaGetLastError();
         heat_cuda_mg_destroy(s->mg);
         heat_nccl_destroy(s->nccl);
         free_classes(s);
