@@ -180,7 +180,8 @@ int heat_deck_number_of(vctx *v, const config_setting_t *s, double *out)
         return -1;
     }
     if (!isfinite(*out)) {
-        heat_deck_bad(v, s, "expected a finite number");
+        heat_deck_bad(v, s, "expected a finite number%s",
+                      isinf(*out) ? " (one beyond +-1.8e308 reads as inf)" : "");
         return -1;
     }
     return 1;

@@ -473,6 +473,9 @@ static void test_time_ranges(void **state)
                ORIGIN ":4:", "time.safety = -0.5", "(0, 1]");
     EXPECT_ERRS(2, deck(L_TIME, "time = 10.0;", 0), ORIGIN ":4:", "time = 10.0", "expected a group",
                 "nothing would stop");
+    /* a number beyond the doubles reads as inf: the message says why */
+    EXPECT_ERR(deck(L_TIME, "time = { end = 1e400; };", 0), ORIGIN ":4:", "time.end = inf",
+               "expected a finite number (one beyond +-1.8e308 reads as inf)");
 }
 
 /* time.end may take at most 9e15 steps: the refusal says the limit and what
