@@ -126,10 +126,8 @@ struct part_state {
     /* A check step's residual folded by its sweeps (the shell's and the
      * interior's views, which then cover the owned box exactly) where x has
      * no ghost layers, so that no view is aligned beyond it; else, or with
-     * HEAT_CUDA_RESID_INLINE=0 (for measuring), by launch_residual. fold:
-     * the views launched now fold it. */
+     * HEAT_CUDA_RESID_INLINE=0 (for measuring), by launch_residual. */
     int resid_inline;
-    bool fold;
     /* The variable-coefficient update (c->d.general): the classes laid out
      * as the local array (d_cls) and the tables (d_tab; their fields in gf
      * or gd, whose geometry each view fills). With multigrid, the classes on
@@ -166,7 +164,8 @@ static hc_box to_hc(const hbox &b)
 /* ------------------------------------------------------------- sweeps */
 
 template <typename T>
-static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const void *u, void *out)
+static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const void *u, void *out,
+                                      unsigned long long *resid)
 {
     const heat_case *c = s->c;
     const heat_halo_plan &p = s->p;
@@ -202,17 +201,18 @@ static heat_stencil_args<T> view_args(const part_state *s, const hview &v, const
     const int64_t data_end = p.owned.hi[0] + p.gv[HEAT_X_HI];
     a.xpad = v.b.hi[0] == data_end ? (int)(p.sy - data_end) : 0;
     a.wchunk = a.nw;
-    a.resid = s->fold ? s->d_resid : nullptr;
+    a.resid = resid;
     return a;
 }
 
 template <typename T>
-static cudaError_t launch_view_t(part_state *s, const hview &v0, int depth, cudaStream_t st)
+static cudaError_t launch_view_t(part_state *s, const hview &v0, int depth, cudaStream_t st,
+                                 unsigned long long *resid)
 {
     const hview v = heat_halo_align(&s->p, v0, s->V);
     for (int a = 0; a < 3; a++)
         if (v.b.hi[a] <= v.b.lo[a]) return cudaSuccess;
-    heat_stencil_args<T> a = view_args<T>(s, v, s->u, s->v);
+    heat_stencil_args<T> a = view_args<T>(s, v, s->u, s->v, resid);
     const bool d3 = s->c->grid.dims == 3;
     if (s->general) {
         /* the whole grid's general kernels (cuda_backend.cu's choice), the
@@ -236,11 +236,14 @@ static cudaError_t launch_view_t(part_state *s, const hview &v0, int depth, cuda
     }
 }
 
-/* `depth` steps u -> v over the view (depth > 1: the fused kernel). */
-static cudaError_t launch_view(part_state *s, const hview &v, int depth, cudaStream_t st)
+/* `depth` steps u -> v over the view (depth > 1: the fused kernel), folding
+ * the last step's max |u' - u| over the nodes it writes into resid unless
+ * that is NULL. */
+static cudaError_t launch_view(part_state *s, const hview &v, int depth, cudaStream_t st,
+                               unsigned long long *resid)
 {
-    return s->vs == sizeof(float) ? launch_view_t<float>(s, v, depth, st)
-                                  : launch_view_t<double>(s, v, depth, st);
+    return s->vs == sizeof(float) ? launch_view_t<float>(s, v, depth, st, resid)
+                                  : launch_view_t<double>(s, v, depth, st, resid);
 }
 
 static void swap_levels(part_state *s)
@@ -492,12 +495,9 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     }
     PART_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
     const bool fold = resid && s->resid_inline;
-    s->fold = fold;
-    cudaError_t es = cudaSuccess;
-    for (int i = 0; es == cudaSuccess && i < p.nshell; i++)
-        es = launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi);
-    s->fold = false;
-    PART_CHECK(es);
+    unsigned long long *into = fold ? s->d_resid : nullptr;
+    for (int i = 0; i < p.nshell; i++)
+        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi, into));
     /* With halo_first the first phase's messages are packed (and NCCL's
      * transfer queued) before the interior starts: the interior's blocks
      * then take every SM until it ends, and the packing or NCCL's kernel
@@ -514,10 +514,7 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     if (serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
     const int start = serial ? EV_END : early ? EV_PACKED : EV_BEGIN; /* the interior's */
     PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, start), 0));
-    s->fold = fold;
-    const cudaError_t ei = launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo);
-    s->fold = false;
-    PART_CHECK(ei);
+    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo, into));
     PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
     if (early && s->xp != XP_NCCL) rc = phase_finish(s, s->v, 0, err);
     for (int ph = early ? 1 : 0; !rc && any && !serial && ph < p.nphase; ph++)
@@ -577,7 +574,7 @@ static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *e
         for (int i = 0; i < n; i++) {
             int rc = HEAT_OK;
             if (ops[i].kind == HALO_SWEEP) {
-                PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi));
+                PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi, nullptr));
                 swap_levels(s);
             } else if (ops[i].kind == HALO_EXCHANGE) {
                 rc = exchange_blocking(s, s->u, err);
@@ -1043,19 +1040,15 @@ static int part_warm(heat_backend *b, heat_error *err)
             const int n = heat_halo_pass(&p, d, s->fused, resid, ops);
             for (int i = 0; i < n; i++) {
                 if (ops[i].kind == HALO_SWEEP)
-                    PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi));
+                    PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi, nullptr));
                 else if (ops[i].kind == HALO_EXCHANGE)
                     continue; /* below, once */
                 else {
                     /* the residual folded where the check step folds it */
-                    s->fold = resid && s->resid_inline;
-                    cudaError_t e = cudaSuccess;
-                    for (int j = 0; e == cudaSuccess && j < p.nshell; j++)
-                        e = launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi);
-                    if (e == cudaSuccess)
-                        e = launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi);
-                    s->fold = false;
-                    PART_CHECK(e);
+                    unsigned long long *into = resid && s->resid_inline ? s->d_resid : nullptr;
+                    for (int j = 0; j < p.nshell; j++)
+                        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi, into));
+                    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi, into));
                 }
             }
         }
