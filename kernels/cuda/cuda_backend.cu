@@ -44,27 +44,14 @@ static_assert(HG_CLASSES == HEAT_CLASSES_MAX, "a class is one byte");
     } while (0)
 
 typedef struct cuda_state {
-    void *u, *v;                 /* current and next time level */
-    void *scratch;               /* bench only: the copy's target */
-    unsigned long long *d_resid; /* device: max |du| bits of a check step */
-    unsigned long long *h_resid; /* pinned host copy */
-    /* field_stats: the rows', groups' and field's minima, maxima and sums
-     * (device), and the field's, copied back into one of two slots (pinned),
-     * each with its event: the last slot queued, and the one before, which
-     * a history row still reads while the next check's steps are queued. */
-    double *d_rows, *h_rows[2];
-    cudaEvent_t ev_stats[2];
-    int slot;
-    int stats_fresh; /* h_rows[slot]: the statistics of u as it stands (once its event passed) */
-    /* Steps queued by cuda_queue and not yet waited for (with a residual:
-     * resid_queued); before: the slot with the statistics of the field
-     * before them (once its event has passed), or -1. */
-    int queued, resid_queued, before;
-    int blocking; /* the device waits asleep (heat_cuda_schedule_for_affinity) */
+    void *u, *v;   /* current and next time level */
+    void *scratch; /* bench only: the copy's target */
+    /* a check step's residual and history.csv's statistics between
+     * cuda_queue and cuda_wait (stats.cuh) */
+    heat_cuda_checks q;
     cudaStream_t stream;
     cudaEvent_t ev[4];
-    cudaEvent_t ev_resid; /* a check's residual copied back */
-    size_t bytes;         /* the field's values */
+    size_t bytes; /* the field's values */
     /* The buffers' layout: rows of `nx` values `rp` values apart, planes of
      * `plane` = nx ny values `pitch` values apart, `planes` of them, so
      * `held` bytes each. rp rounds nx up to 16 bytes, so that every row
@@ -285,13 +272,13 @@ static cudaError_t sweep_general(cuda_state *s, bool resid, int depth)
         heat_general_args<float> a = s->gf;
         a.u = (const float *)s->u;
         a.out = (float *)s->v;
-        a.resid = resid ? s->d_resid : nullptr;
+        a.resid = resid ? s->q.d_resid : nullptr;
         e = launch_general<float>(s->kernel, a, s->three_d, depth, s->stream);
     } else {
         heat_general_args<double> a = s->gd;
         a.u = (const double *)s->u;
         a.out = (double *)s->v;
-        a.resid = resid ? s->d_resid : nullptr;
+        a.resid = resid ? s->q.d_resid : nullptr;
         e = launch_general<double>(s->kernel, a, s->three_d, depth, s->stream);
     }
     std::swap(s->u, s->v);
@@ -302,20 +289,20 @@ static cudaError_t sweep_general(cuda_state *s, bool resid, int depth)
  * of the case's precision, then the levels swap. */
 static cudaError_t sweep(cuda_state *s, bool resid, int depth)
 {
-    s->stats_fresh = 0;
+    s->q.fresh = 0;
     if (s->general) return sweep_general(s, resid, depth);
     cudaError_t e;
     if (s->af.nx) {
         heat_stencil_args<float> a = s->af;
         a.u = (const float *)s->u;
         a.out = (float *)s->v;
-        a.resid = resid ? s->d_resid : nullptr;
+        a.resid = resid ? s->q.d_resid : nullptr;
         e = launch<float>(s->kernel, a, s->three_d, depth, s->stream);
     } else {
         heat_stencil_args<double> a = s->ad;
         a.u = (const double *)s->u;
         a.out = (double *)s->v;
-        a.resid = resid ? s->d_resid : nullptr;
+        a.resid = resid ? s->q.d_resid : nullptr;
         e = launch<double>(s->kernel, a, s->three_d, depth, s->stream);
     }
     std::swap(s->u, s->v);
@@ -413,7 +400,7 @@ static cudaError_t copy_field(const cuda_state *s, void *dst, const void *src, c
 static int cuda_upload(heat_backend *b, const void *host, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    s->stats_fresh = 0;
+    s->q.fresh = 0;
     /* Both levels: Dirichlet nodes are never written by a sweep. */
     HEAT_CUDA_CHECK(copy_field(s, s->u, host, cudaMemcpyHostToDevice));
     HEAT_CUDA_CHECK(cudaMemcpy(s->v, s->u, s->held, cudaMemcpyDeviceToDevice));
@@ -449,69 +436,56 @@ static void cuda_host_free(heat_backend *b, void *p)
     cudaGetLastError();
 }
 
-static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c);
+/* The passes of `steps` steps and, with `residual`, the copy of the last
+ * one's residual and the field's statistics after it (a check step's
+ * history row wants them), each followed by an event. Passes of `depth`
+ * fused steps; the last pass fuses what remains, so a call never runs past
+ * the step the driver asked for. */
+static cudaError_t queue_passes(cuda_state *s, int64_t steps, int residual)
+{
+    cudaError_t e = cudaSuccess;
+    for (int64_t left = steps; left > 0 && e == cudaSuccess;) {
+        const int k = left < s->depth ? (int)left : s->depth;
+        const bool resid = residual && left == k;
+        if (resid) e = cudaMemsetAsync(s->q.d_resid, 0, sizeof *s->q.d_resid, s->stream);
+        if (e == cudaSuccess) e = sweep(s, resid, k);
+        left -= k;
+    }
+    if (e == cudaSuccess && residual) e = heat_cuda_checks_queue_resid(&s->q, s->u, s->stream);
+    return e;
+}
 
-/* Queues `steps` steps and, with `residual`, the copy of the last one's
- * residual and the field's statistics after it (a check step's history
- * row wants them), each followed by an event; returns without waiting. */
+/* Queues the steps (queue_passes); returns without waiting. Where queuing
+ * fails nothing is left queued or fresh (heat_cuda_checks_failed). */
 static int cuda_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
     if (b->c->d.general && !s->general)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
-    s->before = s->stats_fresh ? s->slot : -1;
-    s->queued = 1;
-    s->resid_queued = residual != 0;
-    /* Passes of `depth` fused steps; the last pass fuses what remains, so a
-     * call never runs past the step the driver asked for. */
-    for (int64_t left = steps; left > 0;) {
-        const int k = left < s->depth ? (int)left : s->depth;
-        const bool resid = residual && left == k;
-        if (resid) HEAT_CUDA_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->stream));
-        HEAT_CUDA_CHECK(sweep(s, resid, k));
-        left -= k;
-    }
-    if (residual) {
-        HEAT_CUDA_CHECK(cudaMemcpyAsync(s->h_resid, s->d_resid, sizeof *s->h_resid,
-                                        cudaMemcpyDeviceToHost, s->stream));
-        HEAT_CUDA_CHECK(cudaEventRecord(s->ev_resid, s->stream));
-        HEAT_CUDA_CHECK(enqueue_stats(s, b->c));
+    heat_cuda_checks_begin(&s->q, residual);
+    const cudaError_t e = queue_passes(s, steps, residual);
+    if (e != cudaSuccess) {
+        heat_cuda_checks_failed(&s->q, s->stream);
+        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: queuing %lld steps failed: %s: %s",
+                              (long long)steps, cudaGetErrorName(e), cudaGetErrorString(e));
     }
     return HEAT_OK;
 }
 
-/* Waits for what cuda_queue queued: with a residual, for it alone (the
- * statistics behind it are waited for by whoever reads them, the next
- * steps may be queued behind them first); else, and where the device waits
- * asleep (each wake-up costs), for the stream. Errors of the sweeps surface
- * here, and the driver's clock measures finished work. */
+/* Waits for what cuda_queue queued (heat_cuda_checks_wait, stats.cuh).
+ * Errors of the sweeps surface here, and the driver's clock measures
+ * finished work. */
 static int cuda_wait(heat_backend *b, double *residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    if (!s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no steps queued");
-    if (residual && !s->resid_queued)
-        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no residual queued");
-    s->queued = 0;
-    if (s->resid_queued && !s->blocking)
-        HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev_resid));
-    else
-        HEAT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-    if (s->resid_queued) s->stats_fresh = 1;
-    if (residual) {
-        unsigned long long bits = *s->h_resid;
-        double m;
-        memcpy(&m, &bits, sizeof m);
-        if (m != m) m = INFINITY; /* NaN in the field: as the CPU backend says it */
-        *residual = m / b->c->d.dt;
-    }
-    return HEAT_OK;
+    return heat_cuda_checks_wait(&s->q, s->stream, b->c->d.dt, residual, err);
 }
 
 static int cuda_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
     if (heat_case_multigrid(b->c)) {
-        s->stats_fresh = 0;
+        s->q.fresh = 0;
         if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
         return heat_cuda_mg_advance(s->mg, steps, residual, err);
     }
@@ -544,19 +518,12 @@ static void cuda_destroy(heat_backend *b)
         cudaFree(s->u);
         cudaFree(s->v);
         cudaFree(s->scratch);
-        cudaFree(s->d_resid);
-        cudaFreeHost(s->h_resid);
         cudaFree(s->d_cls);
         cudaFree(s->d_tab);
-        cudaFree(s->d_rows);
-        cudaFreeHost(s->h_rows[0]);
-        cudaFreeHost(s->h_rows[1]);
+        heat_cuda_checks_destroy(&s->q);
         free(s->h_cls);
         for (int i = 0; i < 4; i++)
             if (s->ev[i]) cudaEventDestroy(s->ev[i]);
-        if (s->ev_resid) cudaEventDestroy(s->ev_resid);
-        for (int i = 0; i < 2; i++)
-            if (s->ev_stats[i]) cudaEventDestroy(s->ev_stats[i]);
         if (s->stream) cudaStreamDestroy(s->stream);
         free(s);
     }
@@ -701,7 +668,8 @@ static int check_fits(const heat_case *c, const cudaDeviceProp *prop, size_t byt
 }
 
 /* A new backend's device memory, stream and events (the caller frees them). */
-static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error *err)
+static int allocate_device(cuda_state *s, bool is_float, const cudaDeviceProp *prop,
+                           heat_error *err)
 {
     heat_cuda_schedule_for_affinity();
     cudaError_t e = cudaMalloc(&s->u, s->held);
@@ -720,25 +688,15 @@ static int allocate_device(cuda_state *s, const cudaDeviceProp *prop, heat_error
                               prop->name, 2.0 * (double)s->held / 1e9, (double)free_b / 1e9,
                               (double)total_b / 1e9);
     }
-    HEAT_CUDA_CHECK(cudaMalloc(&s->d_resid, sizeof *s->d_resid));
-    HEAT_CUDA_CHECK(cudaMallocHost(&s->h_resid, sizeof *s->h_resid));
     HEAT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     for (int i = 0; i < 4; i++) HEAT_CUDA_CHECK(cudaEventCreate(&s->ev[i]));
     /* Where the process runs on one or two CPUs the device waits asleep
-     * (heat_cuda_schedule_for_affinity), and so do these events: without
-     * cudaEventBlockingSync cudaEventSynchronize spins, whatever the device's
-     * flags say. (A run bound to one core, mpiexec -n 1 or taskset -c 0,
-     * was 8 to 10% slower at 512^3 float k = 3 with spinning events than
-     * with the stream's wait before them; docs/PERFORMANCE.md.) */
-    unsigned dflags = 0;
-    if (cudaGetDeviceFlags(&dflags) != cudaSuccess) cudaGetLastError();
-    s->blocking = (dflags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
-    const unsigned eflags = cudaEventDisableTiming | (s->blocking ? cudaEventBlockingSync : 0u);
-    HEAT_CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_resid, eflags));
-    for (int i = 0; i < 2; i++) {
-        HEAT_CUDA_CHECK(cudaEventCreateWithFlags(&s->ev_stats[i], eflags));
-        HEAT_CUDA_CHECK(cudaMallocHost(&s->h_rows[i], 3 * sizeof(double)));
-    }
+     * (heat_cuda_schedule_for_affinity), and so do the checks' events. (A
+     * run bound to one core, mpiexec -n 1 or taskset -c 0, was 8 to 10%
+     * slower at 512^3 float k = 3 with spinning events than with the
+     * stream's wait before them; docs/PERFORMANCE.md.) */
+    HEAT_CUDA_CHECK(heat_cuda_checks_create(&s->q, is_float, s->nx, s->plane / s->nx, s->planes,
+                                            s->rp, s->pitch));
     return HEAT_OK;
 }
 
@@ -819,7 +777,7 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
         fill_args<float>(c, rp, s->af);
     else
         fill_args<double>(c, rp, s->ad);
-    if ((rc = allocate_device(s, &prop, err))) {
+    if ((rc = allocate_device(s, c->solver.precision == HEAT_FLOAT, &prop, err))) {
         cuda_destroy(b);
         return rc;
     }
@@ -1072,36 +1030,11 @@ extern "C" int heat_cuda_general(void)
 
 /* ---- history.csv's statistics and probes, without downloading the field ---- */
 
-/* Queues the field's statistics into the next slot (stats.cuh), to be read after
- * the stream's next wait. */
-static cudaError_t enqueue_stats(cuda_state *s, const heat_case *c)
-{
-    cudaError_t e = heat_cuda_stats_queue(s->u, c->solver.precision == HEAT_FLOAT, s->nx,
-                                          c->grid.n[1], c->grid.n[2], s->rp, s->pitch, &s->d_rows,
-                                          &s->h_rows[s->slot ^ 1], s->stream);
-    if (e != cudaSuccess) return e;
-    s->slot ^= 1;
-    return cudaEventRecord(s->ev_stats[s->slot], s->stream);
-}
-
-/* history.csv's statistics: those a check step's advance brought back, or
- * computed now. While steps are queued, those of the field before them
- * (backend.h), which the stream computed before the steps. */
+/* history.csv's statistics (heat_cuda_checks_stats, stats.cuh). */
 static int cuda_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     cuda_state *s = (cuda_state *)b->impl;
-    if (s->queued && s->before < 0)
-        return heat_error_set(err, HEAT_ERUNTIME,
-                              "cuda backend: the statistics of the field before queued steps "
-                              "were not computed");
-    if (!s->queued && !s->stats_fresh) {
-        HEAT_CUDA_CHECK(enqueue_stats(s, b->c));
-        s->stats_fresh = 1;
-    }
-    const int at = s->queued ? s->before : s->slot;
-    HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev_stats[at]));
-    *min = s->h_rows[at][0], *max = s->h_rows[at][1], *sum = s->h_rows[at][2];
-    return HEAT_OK;
+    return heat_cuda_checks_stats(&s->q, s->u, s->stream, min, max, sum, err);
 }
 
 /* The values at some nodes: one small copy each. */

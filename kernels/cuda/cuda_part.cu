@@ -88,22 +88,9 @@ struct part_state {
     void *dsend, *drecv;
     void *hsend, *hrecv; /* pinned host memory (staged transport) */
     void *scratch;       /* bench only */
-    unsigned long long *d_resid, *h_resid;
-    cudaEvent_t ev_resid; /* a check's residual copied back */
-    /* field_stats: the rows', groups' and the box's minima, maxima and sums
-     * (device), and the box's, copied back into one of two slots (pinned),
-     * each with its event: the last slot queued (sslot), and the one before,
-     * which a history row still reads while the next check's steps are
-     * queued (as the one-GPU backend, cuda_backend.cu). */
-    double *d_stats, *h_stats[2];
-    cudaEvent_t ev_stats[2];
-    int sslot;
-    int stats_fresh; /* h_stats[sslot]: those of u as it stands (once its event passed) */
-    /* Steps queued by part_queue and not yet waited for (with a residual:
-     * resid_queued); before: the slot with the statistics of the field
-     * before them (once its event has passed), or -1. */
-    int queued, resid_queued, before;
-    int blocking; /* the device waits asleep (heat_cuda_schedule_for_affinity) */
+    /* a check step's residual and the owned box's statistics for
+     * history.csv between part_queue and part_wait (stats.cuh), on stream hi */
+    heat_cuda_checks q;
     cudaStream_t hi, lo;
     /* The events of the last NSLOT steps or exchanges, read once they are
      * done: the host waits for the GPU only every NSLOT of them. */
@@ -249,7 +236,7 @@ static cudaError_t launch_view(part_state *s, const hview &v, int depth, cudaStr
 static void swap_levels(part_state *s)
 {
     std::swap(s->u, s->v);
-    s->stats_fresh = 0;
+    s->q.fresh = 0;
 }
 
 /* --------------------------------------------------------- the exchange */
@@ -470,21 +457,21 @@ static int exchange_settled(part_state *s, void *level, heat_error *err)
 
 /* ----------------------------------------------------------- the steps */
 
-/* max |v - u| over the owned box into s->d_resid, on stream hi. */
+/* max |v - u| over the owned box into s->q.d_resid, on stream hi. */
 static cudaError_t launch_residual(part_state *s)
 {
     const heat_halo_plan &p = s->p;
     const hc_box o = to_hc(p.owned);
     if (s->vs == sizeof(float))
         return heat_cuda_launch_box_residual<float>((const float *)s->v, (const float *)s->u, o,
-                                                    p.sy, p.sz, s->d_resid, s->hi);
+                                                    p.sy, p.sz, s->q.d_resid, s->hi);
     return heat_cuda_launch_box_residual<double>((const double *)s->v, (const double *)s->u, o,
-                                                 p.sy, p.sz, s->d_resid, s->hi);
+                                                 p.sy, p.sz, s->q.d_resid, s->hi);
 }
 
 /* The last step of a pass: shell on stream hi, interior on stream lo, the
  * exchange of the shell's layers between. With `resid`, max |u' - u| over
- * the owned box into s->d_resid. */
+ * the owned box into s->q.d_resid. */
 static int overlapped_step(part_state *s, bool resid, heat_error *err)
 {
     const heat_halo_plan &p = s->p;
@@ -495,7 +482,7 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     }
     PART_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
     const bool fold = resid && s->resid_inline;
-    unsigned long long *into = fold ? s->d_resid : nullptr;
+    unsigned long long *into = fold ? s->q.d_resid : nullptr;
     for (int i = 0; i < p.nshell; i++)
         PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi, into));
     /* With halo_first the first phase's messages are packed (and NCCL's
@@ -554,7 +541,7 @@ static cudaError_t mg_copy(part_state *s, void *level, void *mgbuf, bool to_mg)
     return cudaMemcpy3DAsync(&m, s->hi);
 }
 
-static cudaError_t enqueue_stats(part_state *s);
+static const void *owned_base(const part_state *s);
 
 /* Queues `steps` steps and, with `residual`, the copy of the last one's
  * residual and the owned box's statistics after it (a check step's history
@@ -564,7 +551,7 @@ static cudaError_t enqueue_stats(part_state *s);
 static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *err)
 {
     const int k = s->p.depth;
-    if (residual) PART_CHECK(cudaMemsetAsync(s->d_resid, 0, sizeof *s->d_resid, s->hi));
+    if (residual) PART_CHECK(cudaMemsetAsync(s->q.d_resid, 0, sizeof *s->q.d_resid, s->hi));
     for (int64_t left = steps; left > 0;) {
         const int d = left < k ? (int)left : k;
         left -= d;
@@ -584,12 +571,7 @@ static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *e
             if (rc) return rc;
         }
     }
-    if (residual) {
-        PART_CHECK(cudaMemcpyAsync(s->h_resid, s->d_resid, sizeof *s->h_resid,
-                                   cudaMemcpyDeviceToHost, s->hi));
-        PART_CHECK(cudaEventRecord(s->ev_resid, s->hi));
-        PART_CHECK(enqueue_stats(s));
-    }
+    if (residual) PART_CHECK(heat_cuda_checks_queue_resid(&s->q, owned_base(s), s->hi));
     return HEAT_OK;
 }
 
@@ -597,51 +579,27 @@ static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *e
  * longer match: nothing is left queued or fresh, after whatever did queue. */
 static void queue_failed(part_state *s)
 {
-    if (cudaStreamSynchronize(s->hi) != cudaSuccess) cudaGetLastError();
     if (cudaStreamSynchronize(s->lo) != cudaSuccess) cudaGetLastError();
-    s->queued = 0;
-    s->stats_fresh = 0;
+    heat_cuda_checks_failed(&s->q, s->hi);
 }
 
 static int part_queue(heat_backend *b, int64_t steps, int residual, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
-    s->before = s->stats_fresh ? s->sslot : -1;
-    s->queued = 1;
-    s->resid_queued = residual != 0;
+    heat_cuda_checks_begin(&s->q, residual);
     const int rc = queue_steps(s, steps, residual, err);
     if (rc) queue_failed(s);
     return rc;
 }
 
-/* Waits for what part_queue queued: with a residual, for it alone (the
- * statistics behind it are waited for by whoever reads them, and the next
- * steps may be queued behind them first); else, and where the device waits
- * asleep, for stream hi, which every step joins. The slots stay pending:
- * reading up to NSLOT of them here, with the GPU idle until the next steps
- * are queued, made each check 0.2 ms longer (next_slot or part_halo_stats
- * reads them). */
+/* Waits for what part_queue queued (heat_cuda_checks_wait, stats.cuh), on
+ * stream hi, which every step joins. The slots stay pending: reading up to
+ * NSLOT of them here, with the GPU idle until the next steps are queued,
+ * made each check 0.2 ms longer (next_slot or part_halo_stats reads them). */
 static int part_wait(heat_backend *b, double *residual, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
-    if (!s->queued) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no steps queued");
-    if (residual && !s->resid_queued) {
-        queue_failed(s);
-        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no residual queued");
-    }
-    s->queued = 0;
-    if (s->resid_queued && !s->blocking)
-        PART_CHECK(cudaEventSynchronize(s->ev_resid));
-    else
-        PART_CHECK(cudaStreamSynchronize(s->hi));
-    if (s->resid_queued) s->stats_fresh = 1;
-    if (residual) {
-        double m;
-        memcpy(&m, s->h_resid, sizeof m);
-        if (m != m) m = INFINITY;
-        *residual = m / b->c->d.dt;
-    }
-    return HEAT_OK;
+    return heat_cuda_checks_wait(&s->q, s->hi, b->c->d.dt, residual, err);
 }
 
 static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_error *err)
@@ -649,7 +607,7 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
     part_state *s = (part_state *)b->impl;
     if (heat_case_multigrid(b->c)) {
         if (!s->mg) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: multigrid not set up");
-        s->stats_fresh = 0;
+        s->q.fresh = 0;
         int rc = heat_cuda_mg_advance(s->mg, steps, residual, err);
         void *x0, *x1;
         int64_t bn[3];
@@ -699,7 +657,7 @@ static int part_upload(heat_backend *b, const void *host, heat_error *err)
     /* A check's statistics may still read u on stream hi (part_wait waits
      * for the residual alone); the default stream does not wait for it. */
     PART_CHECK(cudaStreamSynchronize(s->hi));
-    s->stats_fresh = 0;
+    s->q.fresh = 0;
     PART_CHECK(cudaMemset(s->u, 0, bytes));
     PART_CHECK(owned_copy(s, s->u, (void *)host, true));
     PART_CHECK(cudaDeviceSynchronize());
@@ -894,14 +852,7 @@ static void part_destroy(heat_backend *b)
         cudaFree(s->dsend);
         cudaFree(s->drecv);
         cudaFree(s->scratch);
-        cudaFree(s->d_resid);
-        cudaFreeHost(s->h_resid);
-        cudaFree(s->d_stats);
-        for (int i = 0; i < 2; i++) {
-            cudaFreeHost(s->h_stats[i]);
-            if (s->ev_stats[i]) cudaEventDestroy(s->ev_stats[i]);
-        }
-        if (s->ev_resid) cudaEventDestroy(s->ev_resid);
+        heat_cuda_checks_destroy(&s->q);
         cudaFreeHost(s->hsend);
         cudaFreeHost(s->hrecv);
         for (int k = 0; k < NSLOT; k++)
@@ -986,41 +937,21 @@ static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
     if (s->mg) heat_cuda_mg_halo_stats(s->mg, st);
 }
 
-/* Queues the owned box's statistics of u (history.csv's, in backend_impl.h's
+/* The owned box of u, whose statistics history.csv takes (in backend_impl.h's
  * order: its rows y fastest, as a download of the box folded on the host
- * would give) into the next slot, on stream hi, to be read once its event
- * has passed. */
-static cudaError_t enqueue_stats(part_state *s)
+ * would give). */
+static const void *owned_base(const part_state *s)
 {
     const hbox &o = s->p.owned;
-    const char *base = (const char *)s->u + heat_halo_at(&s->p, o.lo[0], o.lo[1], o.lo[2]) * s->vs;
-    cudaError_t e = heat_cuda_stats_queue(base, s->vs == sizeof(float), o.hi[0] - o.lo[0],
-                                          o.hi[1] - o.lo[1], o.hi[2] - o.lo[2], s->p.sy, s->p.sz,
-                                          &s->d_stats, &s->h_stats[s->sslot ^ 1], s->hi);
-    if (e != cudaSuccess) return e;
-    s->sslot ^= 1;
-    return cudaEventRecord(s->ev_stats[s->sslot], s->hi);
+    return (const char *)s->u + heat_halo_at(&s->p, o.lo[0], o.lo[1], o.lo[2]) * s->vs;
 }
 
-/* history.csv's statistics of the owned box, on the GPU (three values come
- * back): those a check step's steps brought back, or computed now. While
- * steps are queued, those of the field before them (backend.h), which
- * stream hi computed before the steps. */
+/* history.csv's statistics of the owned box on the GPU, three values back
+ * (heat_cuda_checks_stats, stats.cuh). */
 static int part_field_stats(heat_backend *b, double *min, double *max, double *sum, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
-    if (s->queued && s->before < 0)
-        return heat_error_set(err, HEAT_ERUNTIME,
-                              "cuda backend: the statistics of the field before queued steps "
-                              "were not computed");
-    if (!s->queued && !s->stats_fresh) {
-        PART_CHECK(enqueue_stats(s));
-        s->stats_fresh = 1;
-    }
-    const int at = s->queued ? s->before : s->sslot;
-    PART_CHECK(cudaEventSynchronize(s->ev_stats[at]));
-    *min = s->h_stats[at][0], *max = s->h_stats[at][1], *sum = s->h_stats[at][2];
-    return HEAT_OK;
+    return heat_cuda_checks_stats(&s->q, owned_base(s), s->hi, min, max, sum, err);
 }
 
 /* Every launch the loop makes, once, outside its clock: each kernel loads at
@@ -1045,7 +976,7 @@ static int part_warm(heat_backend *b, heat_error *err)
                     continue; /* below, once */
                 else {
                     /* the residual folded where the check step folds it */
-                    unsigned long long *into = resid && s->resid_inline ? s->d_resid : nullptr;
+                    unsigned long long *into = resid && s->resid_inline ? s->q.d_resid : nullptr;
                     for (int j = 0; j < p.nshell; j++)
                         PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi, into));
                     PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi, into));
@@ -1212,25 +1143,15 @@ static int allocate(part_state *s, const char *name, heat_error *err)
     PART_CHECK(cudaMalloc(&s->drecv, msgs));
     PART_CHECK(cudaMallocHost(&s->hsend, msgs));
     PART_CHECK(cudaMallocHost(&s->hrecv, msgs));
-    PART_CHECK(cudaMalloc(&s->d_resid, sizeof *s->d_resid));
-    PART_CHECK(cudaMallocHost(&s->h_resid, sizeof *s->h_resid));
     int least = 0, greatest = 0;
     PART_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     PART_CHECK(cudaStreamCreateWithPriority(&s->hi, cudaStreamNonBlocking, greatest));
     PART_CHECK(cudaStreamCreateWithPriority(&s->lo, cudaStreamNonBlocking, least));
     for (int k = 0; k < NSLOT; k++)
         for (int i = 0; i < NEV; i++) PART_CHECK(cudaEventCreate(&s->ev[k][i]));
-    /* Where the device waits asleep, so do these events (cudaEventSynchronize
-     * spins without cudaEventBlockingSync, whatever the device's flags say). */
-    unsigned dflags = 0;
-    if (cudaGetDeviceFlags(&dflags) != cudaSuccess) cudaGetLastError();
-    s->blocking = (dflags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
-    const unsigned eflags = cudaEventDisableTiming | (s->blocking ? cudaEventBlockingSync : 0u);
-    PART_CHECK(cudaEventCreateWithFlags(&s->ev_resid, eflags));
-    for (int i = 0; i < 2; i++) {
-        PART_CHECK(cudaEventCreateWithFlags(&s->ev_stats[i], eflags));
-        PART_CHECK(cudaMallocHost(&s->h_stats[i], 3 * sizeof(double)));
-    }
+    const hbox &o = s->p.owned;
+    PART_CHECK(heat_cuda_checks_create(&s->q, s->vs == sizeof(float), o.hi[0] - o.lo[0],
+                                       o.hi[1] - o.lo[1], o.hi[2] - o.lo[2], s->p.sy, s->p.sz));
     PART_CHECK(cudaDeviceSynchronize());
     return HEAT_OK;
 }

@@ -1,5 +1,6 @@
 /* history.csv's statistics on the GPU: see stats.cuh. */
 #include <cmath>
+#include <cstring>
 
 extern "C" {
 #include "backend_impl.h"
@@ -132,4 +133,120 @@ cudaError_t heat_cuda_stats_queue(const void *u, bool is_float, long long nx, lo
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(*host, out, 3 * sizeof(double), cudaMemcpyDeviceToHost, stream);
     return e;
+}
+
+/* ---- a check step's residual and statistics, between queue and wait ---- */
+
+cudaError_t heat_cuda_checks_create(heat_cuda_checks *q, bool is_float, long long nx, long long ny,
+                                    long long nz, long long sy, long long sz)
+{
+    q->is_float = is_float;
+    q->nx = nx, q->ny = ny, q->nz = nz, q->sy = sy, q->sz = sz;
+    unsigned dflags = 0;
+    if (cudaGetDeviceFlags(&dflags) != cudaSuccess) cudaGetLastError();
+    q->blocking = (dflags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
+    const unsigned eflags = cudaEventDisableTiming | (q->blocking ? cudaEventBlockingSync : 0u);
+    cudaError_t e = cudaMalloc(&q->d_resid, sizeof *q->d_resid);
+    if (e == cudaSuccess) e = cudaMallocHost(&q->h_resid, sizeof *q->h_resid);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&q->ev_resid, eflags);
+    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+        e = cudaEventCreateWithFlags(&q->ev_stats[i], eflags);
+        if (e == cudaSuccess) e = cudaMallocHost(&q->h_stats[i], 3 * sizeof(double));
+    }
+    return e;
+}
+
+void heat_cuda_checks_destroy(heat_cuda_checks *q)
+{
+    cudaFree(q->d_resid);
+    cudaFreeHost(q->h_resid);
+    if (q->ev_resid) cudaEventDestroy(q->ev_resid);
+    cudaFree(q->d_work);
+    for (int i = 0; i < 2; i++) {
+        cudaFreeHost(q->h_stats[i]);
+        if (q->ev_stats[i]) cudaEventDestroy(q->ev_stats[i]);
+    }
+    *q = heat_cuda_checks{};
+}
+
+void heat_cuda_checks_begin(heat_cuda_checks *q, int residual)
+{
+    q->before = q->fresh ? q->slot : -1;
+    q->queued = 1;
+    q->resid_queued = residual != 0;
+}
+
+cudaError_t heat_cuda_checks_queue_stats(heat_cuda_checks *q, const void *base, cudaStream_t stream)
+{
+    /* the slot a history row may still read stays as it is */
+    cudaError_t e = heat_cuda_stats_queue(base, q->is_float, q->nx, q->ny, q->nz, q->sy, q->sz,
+                                          &q->d_work, &q->h_stats[q->slot ^ 1], stream);
+    if (e != cudaSuccess) return e;
+    q->slot ^= 1;
+    return cudaEventRecord(q->ev_stats[q->slot], stream);
+}
+
+cudaError_t heat_cuda_checks_queue_resid(heat_cuda_checks *q, const void *base, cudaStream_t stream)
+{
+    cudaError_t e =
+        cudaMemcpyAsync(q->h_resid, q->d_resid, sizeof *q->h_resid, cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaEventRecord(q->ev_resid, stream);
+    return e == cudaSuccess ? heat_cuda_checks_queue_stats(q, base, stream) : e;
+}
+
+#define CHECKS_CUDA(call)                                                                          \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: %s failed (%s:%d): %s: %s",   \
+                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
+                                  cudaGetErrorString(e_));                                         \
+    } while (0)
+
+void heat_cuda_checks_failed(heat_cuda_checks *q, cudaStream_t stream)
+{
+    if (cudaStreamSynchronize(stream) != cudaSuccess) cudaGetLastError();
+    q->queued = 0;
+    q->fresh = 0;
+}
+
+int heat_cuda_checks_wait(heat_cuda_checks *q, cudaStream_t stream, double dt, double *residual,
+                          heat_error *err)
+{
+    if (!q->queued || (residual && !q->resid_queued)) {
+        const int none = !q->queued;
+        heat_cuda_checks_failed(q, stream);
+        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no %s queued",
+                              none ? "steps" : "residual");
+    }
+    q->queued = 0;
+    if (q->resid_queued && !q->blocking)
+        CHECKS_CUDA(cudaEventSynchronize(q->ev_resid));
+    else
+        CHECKS_CUDA(cudaStreamSynchronize(stream));
+    if (q->resid_queued) q->fresh = 1;
+    if (residual) {
+        double m;
+        memcpy(&m, q->h_resid, sizeof m); /* the bits of a double (|du| >= 0 orders as integers) */
+        if (m != m) m = INFINITY;
+        *residual = m / dt;
+    }
+    return HEAT_OK;
+}
+
+int heat_cuda_checks_stats(heat_cuda_checks *q, const void *base, cudaStream_t stream, double *min,
+                           double *max, double *sum, heat_error *err)
+{
+    if (q->queued && q->before < 0)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cuda backend: the statistics of the field before queued steps "
+                              "were not computed");
+    if (!q->queued && !q->fresh) {
+        CHECKS_CUDA(heat_cuda_checks_queue_stats(q, base, stream));
+        q->fresh = 1;
+    }
+    const int at = q->queued ? q->before : q->slot;
+    CHECKS_CUDA(cudaEventSynchronize(q->ev_stats[at]));
+    *min = q->h_stats[at][0], *max = q->h_stats[at][1], *sum = q->h_stats[at][2];
+    return HEAT_OK;
 }
