@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "general.cuh"
+#include "cuda_check.cuh"
 #include "stats.cuh"
 #include "cuda_mg.h"
 #include "stencil.cuh"
@@ -31,17 +32,6 @@ static_assert((int)HK_DIRICHLET == (int)HEAT_BC_DIRICHLET &&
                   (int)HK_PERIODIC == (int)HEAT_BC_PERIODIC,
               "kernel bc codes follow heat_bc_type");
 static_assert(HG_CLASSES == HEAT_CLASSES_MAX, "a class is one byte");
-
-/* Every CUDA call goes through this: on failure it fills `err` with the call,
- * the place and CUDA's name and text for the error, and returns. */
-#define HEAT_CUDA_CHECK(call)                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: %s failed (%s:%d): %s: %s",   \
-                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
-                                  cudaGetErrorString(e_));                                         \
-    } while (0)
 
 typedef struct cuda_state {
     void *u, *v;   /* current and next time level */

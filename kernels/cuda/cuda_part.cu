@@ -52,17 +52,9 @@
 #include "general.cuh"
 #include "halo_cuda.h"
 #include "halo_plan.h"
+#include "cuda_check.cuh"
 #include "stats.cuh"
 #include "stencil.cuh"
-
-#define PART_CHECK(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: %s failed (%s:%d): %s: %s",   \
-                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
-                                  cudaGetErrorString(e_));                                         \
-    } while (0)
 
 enum xport { XP_HOST, XP_DEVICE, XP_NCCL };
 
@@ -290,16 +282,16 @@ static int phase_post(part_state *s, void *level, int ph, heat_error *err)
     const heat_halo_plan &p = s->p;
     size_t first;
     const size_t n = phase_values(p, ph, &first), bytes = n * s->vs, at = first * s->vs;
-    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 0)), s->hi));
+    HEAT_CUDA_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 0)), s->hi));
     for (int i = 0; i < p.nmsg[ph]; i++)
         if (!in_place(s, p.msg[ph][i].send))
-            PART_CHECK(
+            HEAT_CUDA_CHECK(
                 copy_box(s, level, p.msg[ph][i].send, p.msg[ph][i].off, true, s->dsend, s->hi));
-    PART_CHECK(cudaEventRecord(EV(s, EV_PACKED), s->hi));
+    HEAT_CUDA_CHECK(cudaEventRecord(EV(s, EV_PACKED), s->hi));
     if (s->xp == XP_HOST)
-        PART_CHECK(cudaMemcpyAsync((char *)s->hsend + at, (char *)s->dsend + at, bytes,
-                                   cudaMemcpyDeviceToHost, s->hi));
-    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 1)), s->hi));
+        HEAT_CUDA_CHECK(cudaMemcpyAsync((char *)s->hsend + at, (char *)s->dsend + at, bytes,
+                                        cudaMemcpyDeviceToHost, s->hi));
+    HEAT_CUDA_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 1)), s->hi));
     return HEAT_OK;
 }
 
@@ -324,22 +316,22 @@ static int phase_finish(part_state *s, void *level, int ph, heat_error *err)
         rc = heat_nccl_exchange(s->nccl, recv, p.nmsg[ph], send, p.nmsg[ph], s->vs, s->hi, err);
         if (rc) return rc;
     } else {
-        PART_CHECK(cudaEventSynchronize(EV(s, PHASE_EV(ph, 1))));
+        HEAT_CUDA_CHECK(cudaEventSynchronize(EV(s, PHASE_EV(ph, 1))));
         const double t0 = heat_halo_seconds();
         rc = s->comm.start(s->comm.ctx, recv, p.nmsg[ph], send, p.nmsg[ph], s->vs, err);
         if (!rc) rc = s->comm.wait(s->comm.ctx, err);
         if (rc) return rc;
         s->st.transfer += heat_halo_seconds() - t0;
     }
-    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 2)), s->hi));
+    HEAT_CUDA_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 2)), s->hi));
     if (s->xp == XP_HOST)
-        PART_CHECK(cudaMemcpyAsync((char *)s->drecv + at, (char *)s->hrecv + at, bytes,
-                                   cudaMemcpyHostToDevice, s->hi));
+        HEAT_CUDA_CHECK(cudaMemcpyAsync((char *)s->drecv + at, (char *)s->hrecv + at, bytes,
+                                        cudaMemcpyHostToDevice, s->hi));
     for (int i = 0; i < p.nmsg[ph]; i++)
         if (!in_place(s, p.msg[ph][i].recv))
-            PART_CHECK(
+            HEAT_CUDA_CHECK(
                 copy_box(s, level, p.msg[ph][i].recv, p.msg[ph][i].off, false, s->drecv, s->hi));
-    PART_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 3)), s->hi));
+    HEAT_CUDA_CHECK(cudaEventRecord(EV(s, PHASE_EV(ph, 3)), s->hi));
     return HEAT_OK;
 }
 
@@ -406,7 +398,7 @@ static void account_pending(part_state *s)
 /* Waits for the GPU and reads every pending slot's figures. */
 static int settle(part_state *s, heat_error *err)
 {
-    PART_CHECK(cudaStreamSynchronize(s->hi));
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->hi));
     account_pending(s);
     return HEAT_OK;
 }
@@ -426,10 +418,10 @@ static int next_slot(part_state *s, int kind, heat_error *err)
     /* a step's last events: the interior's (stream lo) and EV_END, after
      * every other of stream hi; an exchange's: its last unpacking */
     if (s->pending[k] == SLOT_STEP) {
-        PART_CHECK(cudaEventSynchronize(s->ev[k][EV_INTERIOR]));
-        PART_CHECK(cudaEventSynchronize(s->ev[k][EV_END]));
+        HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev[k][EV_INTERIOR]));
+        HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev[k][EV_END]));
     } else {
-        PART_CHECK(cudaEventSynchronize(s->ev[k][PHASE_EV(s->p.nphase - 1, 3)]));
+        HEAT_CUDA_CHECK(cudaEventSynchronize(s->ev[k][PHASE_EV(s->p.nphase - 1, 3)]));
     }
     account_slot(s, k);
     return HEAT_OK;
@@ -477,14 +469,14 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     const heat_halo_plan &p = s->p;
     const bool any = heat_halo_any(&p);
     if (s->trace && !s->t0) {
-        PART_CHECK(cudaEventCreate(&s->t0));
-        PART_CHECK(cudaEventRecord(s->t0, s->hi));
+        HEAT_CUDA_CHECK(cudaEventCreate(&s->t0));
+        HEAT_CUDA_CHECK(cudaEventRecord(s->t0, s->hi));
     }
-    PART_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
+    HEAT_CUDA_CHECK(cudaEventRecord(EV(s, EV_BEGIN), s->hi));
     const bool fold = resid && s->resid_inline;
     unsigned long long *into = fold ? s->q.d_resid : nullptr;
     for (int i = 0; i < p.nshell; i++)
-        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi, into));
+        HEAT_CUDA_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[i]), 1, s->hi, into));
     /* With halo_first the first phase's messages are packed (and NCCL's
      * transfer queued) before the interior starts: the interior's blocks
      * then take every SM until it ends, and the packing or NCCL's kernel
@@ -498,18 +490,18 @@ static int overlapped_step(part_state *s, bool resid, heat_error *err)
     if (!rc && early && s->xp == XP_NCCL) rc = phase_finish(s, s->v, 0, err);
     for (int ph = 0; serial && !rc && ph < p.nphase; ph++) rc = exchange_phase(s, s->v, ph, err);
     if (rc) return rc;
-    if (serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
+    if (serial) HEAT_CUDA_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
     const int start = serial ? EV_END : early ? EV_PACKED : EV_BEGIN; /* the interior's */
-    PART_CHECK(cudaStreamWaitEvent(s->lo, EV(s, start), 0));
-    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo, into));
-    PART_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
+    HEAT_CUDA_CHECK(cudaStreamWaitEvent(s->lo, EV(s, start), 0));
+    HEAT_CUDA_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->lo, into));
+    HEAT_CUDA_CHECK(cudaEventRecord(EV(s, EV_INTERIOR), s->lo));
     if (early && s->xp != XP_NCCL) rc = phase_finish(s, s->v, 0, err);
     for (int ph = early ? 1 : 0; !rc && any && !serial && ph < p.nphase; ph++)
         rc = exchange_phase(s, s->v, ph, err);
     if (rc) return rc;
-    if (!serial) PART_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
-    PART_CHECK(cudaStreamWaitEvent(s->hi, EV(s, EV_INTERIOR), 0));
-    if (resid && !fold) PART_CHECK(launch_residual(s));
+    if (!serial) HEAT_CUDA_CHECK(cudaEventRecord(EV(s, EV_END), s->hi));
+    HEAT_CUDA_CHECK(cudaStreamWaitEvent(s->hi, EV(s, EV_INTERIOR), 0));
+    if (resid && !fold) HEAT_CUDA_CHECK(launch_residual(s));
     swap_levels(s);
     return any ? next_slot(s, SLOT_STEP, err) : HEAT_OK;
 }
@@ -551,7 +543,7 @@ static const void *owned_base(const part_state *s);
 static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *err)
 {
     const int k = s->p.depth;
-    if (residual) PART_CHECK(cudaMemsetAsync(s->q.d_resid, 0, sizeof *s->q.d_resid, s->hi));
+    if (residual) HEAT_CUDA_CHECK(cudaMemsetAsync(s->q.d_resid, 0, sizeof *s->q.d_resid, s->hi));
     for (int64_t left = steps; left > 0;) {
         const int d = left < k ? (int)left : k;
         left -= d;
@@ -561,7 +553,7 @@ static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *e
         for (int i = 0; i < n; i++) {
             int rc = HEAT_OK;
             if (ops[i].kind == HALO_SWEEP) {
-                PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi, nullptr));
+                HEAT_CUDA_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi, nullptr));
                 swap_levels(s);
             } else if (ops[i].kind == HALO_EXCHANGE) {
                 rc = exchange_blocking(s, s->u, err);
@@ -571,7 +563,7 @@ static int queue_steps(part_state *s, int64_t steps, int residual, heat_error *e
             if (rc) return rc;
         }
     }
-    if (residual) PART_CHECK(heat_cuda_checks_queue_resid(&s->q, owned_base(s), s->hi));
+    if (residual) HEAT_CUDA_CHECK(heat_cuda_checks_queue_resid(&s->q, owned_base(s), s->hi));
     return HEAT_OK;
 }
 
@@ -613,8 +605,8 @@ static int part_advance(heat_backend *b, int64_t steps, double *residual, heat_e
         int64_t bn[3];
         int gl[3];
         heat_cuda_mg_level0(s->mg, &x0, &x1, bn, gl);
-        PART_CHECK(mg_copy(s, s->u, x0, false));
-        PART_CHECK(cudaStreamSynchronize(s->hi));
+        HEAT_CUDA_CHECK(mg_copy(s, s->u, x0, false));
+        HEAT_CUDA_CHECK(cudaStreamSynchronize(s->hi));
         return rc;
     }
     int rc = part_queue(b, steps, residual != nullptr, err);
@@ -656,25 +648,25 @@ static int part_upload(heat_backend *b, const void *host, heat_error *err)
     const size_t bytes = (size_t)s->p.values * s->vs;
     /* A check's statistics may still read u on stream hi (part_wait waits
      * for the residual alone); the default stream does not wait for it. */
-    PART_CHECK(cudaStreamSynchronize(s->hi));
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->hi));
     s->q.fresh = 0;
-    PART_CHECK(cudaMemset(s->u, 0, bytes));
-    PART_CHECK(owned_copy(s, s->u, (void *)host, true));
-    PART_CHECK(cudaDeviceSynchronize());
+    HEAT_CUDA_CHECK(cudaMemset(s->u, 0, bytes));
+    HEAT_CUDA_CHECK(owned_copy(s, s->u, (void *)host, true));
+    HEAT_CUDA_CHECK(cudaDeviceSynchronize());
     int rc = exchange_settled(s, s->u, err);
     if (rc) return rc;
     /* Both levels, ghosts included: a Dirichlet node is never written. The
      * copy is on the default stream, which our streams do not wait for. */
-    PART_CHECK(cudaMemcpy(s->v, s->u, bytes, cudaMemcpyDeviceToDevice));
-    PART_CHECK(cudaDeviceSynchronize());
+    HEAT_CUDA_CHECK(cudaMemcpy(s->v, s->u, bytes, cudaMemcpyDeviceToDevice));
+    HEAT_CUDA_CHECK(cudaDeviceSynchronize());
     if (s->mg) { /* multigrid's two level-0 buffers: the field and its held nodes */
         void *x0, *x1;
         int64_t bn[3];
         int gl[3];
         heat_cuda_mg_level0(s->mg, &x0, &x1, bn, gl);
-        PART_CHECK(mg_copy(s, s->u, x0, true));
-        PART_CHECK(mg_copy(s, s->u, x1, true));
-        PART_CHECK(cudaStreamSynchronize(s->hi));
+        HEAT_CUDA_CHECK(mg_copy(s, s->u, x0, true));
+        HEAT_CUDA_CHECK(mg_copy(s, s->u, x1, true));
+        HEAT_CUDA_CHECK(cudaStreamSynchronize(s->hi));
     }
     return HEAT_OK;
 }
@@ -750,8 +742,8 @@ static int part_set_classes(heat_backend *b, const uint8_t *cls, const heat_coef
         for (int64_t j = 0; j < n[1]; j++)
             memcpy(h.data() + heat_halo_at(&p, x0, j, kk), cls + (kk * n[1] + j) * n[0],
                    (size_t)n[0]);
-    if (!s->d_cls) PART_CHECK(cudaMalloc(&s->d_cls, (size_t)p.values));
-    PART_CHECK(cudaMemcpy(s->d_cls, h.data(), (size_t)p.values, cudaMemcpyHostToDevice));
+    if (!s->d_cls) HEAT_CUDA_CHECK(cudaMalloc(&s->d_cls, (size_t)p.values));
+    HEAT_CUDA_CHECK(cudaMemcpy(s->d_cls, h.data(), (size_t)p.values, cudaMemcpyHostToDevice));
     int rc;
     bool shared;
     if (s->vs == sizeof(float)) {
@@ -806,9 +798,9 @@ static void part_mg_info(const heat_backend *b, heat_mg_info *info)
 static int part_download(heat_backend *b, void *host, heat_error *err)
 {
     part_state *s = (part_state *)b->impl;
-    PART_CHECK(cudaStreamSynchronize(s->hi));
-    PART_CHECK(cudaStreamSynchronize(s->lo));
-    PART_CHECK(owned_copy(s, s->u, host, false));
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->hi));
+    HEAT_CUDA_CHECK(cudaStreamSynchronize(s->lo));
+    HEAT_CUDA_CHECK(owned_copy(s, s->u, host, false));
     return HEAT_OK;
 }
 
@@ -887,17 +879,17 @@ static int part_bench_time(heat_backend *b, int steps, int runs, double *copy_ms
 {
     part_state *s = (part_state *)b->impl;
     const size_t bytes = (size_t)s->p.values * s->vs;
-    if (!s->scratch) PART_CHECK(cudaMalloc(&s->scratch, bytes));
+    if (!s->scratch) HEAT_CUDA_CHECK(cudaMalloc(&s->scratch, bytes));
     std::vector<double> tc(runs), ts(runs);
     for (int r = 0; r < runs; r++) {
         double t0 = heat_halo_seconds();
-        PART_CHECK(cudaMemcpy(s->scratch, s->u, bytes, cudaMemcpyDeviceToDevice));
-        PART_CHECK(cudaDeviceSynchronize());
+        HEAT_CUDA_CHECK(cudaMemcpy(s->scratch, s->u, bytes, cudaMemcpyDeviceToDevice));
+        HEAT_CUDA_CHECK(cudaDeviceSynchronize());
         tc[r] = heat_halo_seconds() - t0;
         t0 = heat_halo_seconds();
         int rc = part_advance(b, steps, NULL, err);
         if (rc) return rc;
-        PART_CHECK(cudaDeviceSynchronize());
+        HEAT_CUDA_CHECK(cudaDeviceSynchronize());
         ts[r] = heat_halo_seconds() - t0;
     }
     *copy_ms = 1e3 * median(tc);
@@ -971,19 +963,21 @@ static int part_warm(heat_backend *b, heat_error *err)
             const int n = heat_halo_pass(&p, d, s->fused, resid, ops);
             for (int i = 0; i < n; i++) {
                 if (ops[i].kind == HALO_SWEEP)
-                    PART_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi, nullptr));
+                    HEAT_CUDA_CHECK(launch_view(s, ops[i].view, ops[i].steps, s->hi, nullptr));
                 else if (ops[i].kind == HALO_EXCHANGE)
                     continue; /* below, once */
                 else {
                     /* the residual folded where the check step folds it */
                     unsigned long long *into = resid && s->resid_inline ? s->q.d_resid : nullptr;
                     for (int j = 0; j < p.nshell; j++)
-                        PART_CHECK(launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi, into));
-                    PART_CHECK(launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi, into));
+                        HEAT_CUDA_CHECK(
+                            launch_view(s, heat_halo_view(&p, &p.shell[j]), 1, s->hi, into));
+                    HEAT_CUDA_CHECK(
+                        launch_view(s, heat_halo_view(&p, &p.interior), 1, s->hi, into));
                 }
             }
         }
-    PART_CHECK(launch_residual(s));
+    HEAT_CUDA_CHECK(launch_residual(s));
     int rc = exchange_settled(s, s->u, err); /* every launch above is done */
     double mn, mx, sum;
     return rc ? rc : part_field_stats(b, &mn, &mx, &sum, err);
@@ -1125,7 +1119,7 @@ static int allocate(part_state *s, const char *name, heat_error *err)
     /* the explicit general update's classes, a byte per value */
     const size_t cls = s->c->d.general && !heat_case_multigrid(s->c) ? (size_t)s->p.values : 0;
     size_t free_b = 0, total_b = 0;
-    PART_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    HEAT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if (2 * bytes + cls + 2 * msgs + (64u << 20) > free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: rank %d's part does not fit on %s: %.3f GB needed "
@@ -1135,24 +1129,25 @@ static int allocate(part_state *s, const char *name, heat_error *err)
                               (long long)s->p.values, cls ? ", and their classes" : "",
                               free_b / 1e9, total_b / 1e9);
     heat_cuda_schedule_for_affinity();
-    PART_CHECK(cudaMalloc(&s->u, bytes));
-    PART_CHECK(cudaMalloc(&s->v, bytes));
-    PART_CHECK(cudaMemset(s->u, 0, bytes));
-    PART_CHECK(cudaMemset(s->v, 0, bytes));
-    PART_CHECK(cudaMalloc(&s->dsend, msgs));
-    PART_CHECK(cudaMalloc(&s->drecv, msgs));
-    PART_CHECK(cudaMallocHost(&s->hsend, msgs));
-    PART_CHECK(cudaMallocHost(&s->hrecv, msgs));
+    HEAT_CUDA_CHECK(cudaMalloc(&s->u, bytes));
+    HEAT_CUDA_CHECK(cudaMalloc(&s->v, bytes));
+    HEAT_CUDA_CHECK(cudaMemset(s->u, 0, bytes));
+    HEAT_CUDA_CHECK(cudaMemset(s->v, 0, bytes));
+    HEAT_CUDA_CHECK(cudaMalloc(&s->dsend, msgs));
+    HEAT_CUDA_CHECK(cudaMalloc(&s->drecv, msgs));
+    HEAT_CUDA_CHECK(cudaMallocHost(&s->hsend, msgs));
+    HEAT_CUDA_CHECK(cudaMallocHost(&s->hrecv, msgs));
     int least = 0, greatest = 0;
-    PART_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    PART_CHECK(cudaStreamCreateWithPriority(&s->hi, cudaStreamNonBlocking, greatest));
-    PART_CHECK(cudaStreamCreateWithPriority(&s->lo, cudaStreamNonBlocking, least));
+    HEAT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    HEAT_CUDA_CHECK(cudaStreamCreateWithPriority(&s->hi, cudaStreamNonBlocking, greatest));
+    HEAT_CUDA_CHECK(cudaStreamCreateWithPriority(&s->lo, cudaStreamNonBlocking, least));
     for (int k = 0; k < NSLOT; k++)
-        for (int i = 0; i < NEV; i++) PART_CHECK(cudaEventCreate(&s->ev[k][i]));
+        for (int i = 0; i < NEV; i++) HEAT_CUDA_CHECK(cudaEventCreate(&s->ev[k][i]));
     const hbox &o = s->p.owned;
-    PART_CHECK(heat_cuda_checks_create(&s->q, s->vs == sizeof(float), o.hi[0] - o.lo[0],
-                                       o.hi[1] - o.lo[1], o.hi[2] - o.lo[2], s->p.sy, s->p.sz));
-    PART_CHECK(cudaDeviceSynchronize());
+    HEAT_CUDA_CHECK(heat_cuda_checks_create(&s->q, s->vs == sizeof(float), o.hi[0] - o.lo[0],
+                                            o.hi[1] - o.lo[1], o.hi[2] - o.lo[2], s->p.sy,
+                                            s->p.sz));
+    HEAT_CUDA_CHECK(cudaDeviceSynchronize());
     return HEAT_OK;
 }
 

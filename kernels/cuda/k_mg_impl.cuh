@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda_mg.h"
+#include "cuda_check.cuh"
 #include "stencil.cuh"
 
 extern "C" {
@@ -14,14 +15,7 @@ extern "C" {
 #include "xsum.h"
 }
 
-#define MG_CUDA_CHECK(call)                                                                        \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s failed (%s:%d): %s: %s", \
-                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
-                                  cudaGetErrorString(e_));                                         \
-    } while (0)
+#define MG_CUDA_CHECK(call) HEAT_CUDA_CHECK_AS("cuda multigrid", call)
 
 /* ---- the operator at a node (kernels/mg_point.inc) by precision ------------------- */
 

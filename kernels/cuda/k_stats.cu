@@ -5,6 +5,7 @@
 extern "C" {
 #include "backend_impl.h"
 }
+#include "cuda_check.cuh"
 #include "stats.cuh"
 
 /* One warp per row of a box of nx x ny x nz values (row r: y = r mod ny,
@@ -194,15 +195,6 @@ cudaError_t heat_cuda_checks_queue_resid(heat_cuda_checks *q, const void *base, 
     return e == cudaSuccess ? heat_cuda_checks_queue_stats(q, base, stream) : e;
 }
 
-#define CHECKS_CUDA(call)                                                                          \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: %s failed (%s:%d): %s: %s",   \
-                                  #call, __FILE__, __LINE__, cudaGetErrorName(e_),                 \
-                                  cudaGetErrorString(e_));                                         \
-    } while (0)
-
 void heat_cuda_checks_failed(heat_cuda_checks *q, cudaStream_t stream)
 {
     if (cudaStreamSynchronize(stream) != cudaSuccess) cudaGetLastError();
@@ -221,9 +213,9 @@ int heat_cuda_checks_wait(heat_cuda_checks *q, cudaStream_t stream, double dt, d
     }
     q->queued = 0;
     if (q->resid_queued && !q->blocking)
-        CHECKS_CUDA(cudaEventSynchronize(q->ev_resid));
+        HEAT_CUDA_CHECK(cudaEventSynchronize(q->ev_resid));
     else
-        CHECKS_CUDA(cudaStreamSynchronize(stream));
+        HEAT_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (q->resid_queued) q->fresh = 1;
     if (residual) {
         double m;
@@ -242,11 +234,11 @@ int heat_cuda_checks_stats(heat_cuda_checks *q, const void *base, cudaStream_t s
                               "cuda backend: the statistics of the field before queued steps "
                               "were not computed");
     if (!q->queued && !q->fresh) {
-        CHECKS_CUDA(heat_cuda_checks_queue_stats(q, base, stream));
+        HEAT_CUDA_CHECK(heat_cuda_checks_queue_stats(q, base, stream));
         q->fresh = 1;
     }
     const int at = q->queued ? q->before : q->slot;
-    CHECKS_CUDA(cudaEventSynchronize(q->ev_stats[at]));
+    HEAT_CUDA_CHECK(cudaEventSynchronize(q->ev_stats[at]));
     *min = q->h_stats[at][0], *max = q->h_stats[at][1], *sum = q->h_stats[at][2];
     return HEAT_OK;
 }
