@@ -14,10 +14,10 @@
 
 #include <algorithm>
 
-#include "general.cuh"
 #include "cuda_check.cuh"
-#include "stats.cuh"
 #include "cuda_mg.h"
+#include "general.cuh"
+#include "stats.cuh"
 #include "stencil.cuh"
 
 extern "C" {

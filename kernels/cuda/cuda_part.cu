@@ -48,11 +48,11 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "cuda_check.cuh"
 #include "cuda_mg.h"
 #include "general.cuh"
 #include "halo_cuda.h"
 #include "halo_plan.h"
-#include "cuda_check.cuh"
 #include "stats.cuh"
 #include "stencil.cuh"
 
