@@ -537,6 +537,126 @@ static long bench_int(const char *opt, const char *v, long lo, long hi)
     return n;
 }
 
+/* The options that take a value: each sets it in `o` from `v` (the option
+ * is `s`), returning 0, or -1 after saying what is wrong. */
+static int set_material_blocks(bench_opts *o, const char *s, const char *v)
+{
+    const long n = bench_int(s, v, 1, 4096);
+    if (n < 0) return -1;
+    o->materials = (int)n;
+    return 0;
+}
+
+static int set_size(bench_opts *o, const char *s, const char *v)
+{
+    (void)s;
+    if (o->nsizes == MAX_SIZES) {
+        fprintf(stderr, "heat bench: --size %s: at most %d sizes\n", v, MAX_SIZES);
+        return -1;
+    }
+    const char *why = heat_cli_parse_size(v, o->sizes[o->nsizes]);
+    if (why) {
+        fprintf(stderr, "heat bench: --size %s: %s\n", v, why);
+        return -1;
+    }
+    o->nsizes++;
+    return 0;
+}
+
+static int set_precision(bench_opts *o, const char *s, const char *v)
+{
+    (void)s;
+    o->want_f = !strcmp(v, "float") || !strcmp(v, "both");
+    o->want_d = !strcmp(v, "double") || !strcmp(v, "both");
+    if (!o->want_f && !o->want_d) {
+        fprintf(stderr, "heat bench: --precision %s: expected float, double or both\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_backend(bench_opts *o, const char *s, const char *v)
+{
+    (void)s;
+    o->want_cpu = !strcmp(v, "cpu") || !strcmp(v, "all");
+    o->want_cuda = !strcmp(v, "cuda") || !strcmp(v, "all");
+    o->backend_all = !strcmp(v, "all");
+    if (!o->want_cpu && !o->want_cuda) {
+        fprintf(stderr, "heat bench: --backend %s: expected cpu, cuda or all\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_kernel(bench_opts *o, const char *s, const char *v)
+{
+    (void)s;
+    int k = heat_name_index(heat_kernel_names, v);
+    o->kernel = v;
+    o->kernel_mask = !strcmp(v, "all") ? (1u << HEAT_KERNEL_COUNT) - 1 : k >= 0 ? 1u << k : 0;
+    if (!o->kernel_mask) {
+        char list[128] = "";
+        for (int i = 0; i < HEAT_KERNEL_COUNT; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     heat_kernel_names[i]);
+        fprintf(stderr, "heat bench: --kernel %s: expected %s or all\n", v, list);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_temporal(bench_opts *o, const char *s, const char *v)
+{
+    (void)s;
+    char bad[40];
+    if (parse_temporal(v, o->ks, &o->nk, bad, sizeof bad)) {
+        const int part = bad[0] && strcmp(bad, v) != 0; /* name the bad one in a list */
+        fprintf(stderr,
+                "heat bench: --temporal %s: %s%sexpected integers from 1 to %d separated "
+                "by commas (time steps fused per pass by the %s kernel)\n",
+                v, part ? bad : "", part ? ": " : "", HEAT_TEMPORAL_BLOCK_MAX,
+                heat_kernel_name(HEAT_KERNEL_FUSING));
+        return -1;
+    }
+    return 0;
+}
+
+static int set_runs(bench_opts *o, const char *s, const char *v)
+{
+    return (o->runs = (int)bench_int(s, v, 3, 100000)) < 0 ? -1 : 0;
+}
+
+static int set_steps(bench_opts *o, const char *s, const char *v)
+{
+    return (o->steps = (int)bench_int(s, v, 1, 1000000000)) < 0 ? -1 : 0;
+}
+
+static int set_json(bench_opts *o, const char *s, const char *v)
+{
+    (void)s;
+    if (!*v) {
+        fprintf(stderr, "heat bench: --json: the file name is empty\n");
+        return -1;
+    }
+    o->json = v;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*set)(bench_opts *, const char *, const char *);
+} bench_valued[] = {
+    {"--material-blocks", set_material_blocks},
+    {"--size", set_size},
+    {"--precision", set_precision},
+    {"--backend", set_backend},
+    {"--kernel", set_kernel},
+    {"--temporal", set_temporal},
+    {"--runs", set_runs},
+    {"--steps", set_steps},
+    {"--json", set_json},
+};
+
 /* Parses one option with its value `v` (may be NULL); returns the number of
  * arguments used (1 or 2), 0 after --help, or -1 after saying what is wrong. */
 static int bench_option(bench_opts *o, const char *s, const char *v)
@@ -549,87 +669,14 @@ static int bench_option(bench_opts *o, const char *s, const char *v)
         if (!o->materials) o->materials = 1;
         return 1;
     }
-    if (!v) {
-        static const char *const valued[] = {
-            "--material-blocks", "--size", "--precision", "--backend", "--kernel",
-            "--temporal",        "--runs", "--steps",     "--json"};
-        for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
-            if (!strcmp(s, valued[i])) {
-                fprintf(stderr, "heat bench: %s needs a value (see heat bench --help)\n", s);
-                return -1;
-            }
-        goto unknown;
+    for (size_t i = 0; i < sizeof bench_valued / sizeof *bench_valued; i++) {
+        if (strcmp(s, bench_valued[i].name)) continue;
+        if (!v) {
+            fprintf(stderr, "heat bench: %s needs a value (see heat bench --help)\n", s);
+            return -1;
+        }
+        return bench_valued[i].set(o, s, v) ? -1 : 2;
     }
-    if (!strcmp(s, "--material-blocks")) {
-        const long n = bench_int(s, v, 1, 4096);
-        if (n < 0) return -1;
-        o->materials = (int)n;
-        return 2;
-    }
-    if (!strcmp(s, "--size")) {
-        if (o->nsizes == MAX_SIZES) {
-            fprintf(stderr, "heat bench: --size %s: at most %d sizes\n", v, MAX_SIZES);
-            return -1;
-        }
-        const char *why = heat_cli_parse_size(v, o->sizes[o->nsizes]);
-        if (why) {
-            fprintf(stderr, "heat bench: --size %s: %s\n", v, why);
-            return -1;
-        }
-        o->nsizes++;
-    } else if (!strcmp(s, "--precision")) {
-        o->want_f = !strcmp(v, "float") || !strcmp(v, "both");
-        o->want_d = !strcmp(v, "double") || !strcmp(v, "both");
-        if (!o->want_f && !o->want_d) {
-            fprintf(stderr, "heat bench: --precision %s: expected float, double or both\n", v);
-            return -1;
-        }
-    } else if (!strcmp(s, "--backend")) {
-        o->want_cpu = !strcmp(v, "cpu") || !strcmp(v, "all");
-        o->want_cuda = !strcmp(v, "cuda") || !strcmp(v, "all");
-        o->backend_all = !strcmp(v, "all");
-        if (!o->want_cpu && !o->want_cuda) {
-            fprintf(stderr, "heat bench: --backend %s: expected cpu, cuda or all\n", v);
-            return -1;
-        }
-    } else if (!strcmp(s, "--kernel")) {
-        int k = heat_name_index(heat_kernel_names, v);
-        o->kernel = v;
-        o->kernel_mask = !strcmp(v, "all") ? (1u << HEAT_KERNEL_COUNT) - 1 : k >= 0 ? 1u << k : 0;
-        if (!o->kernel_mask) {
-            char list[128] = "";
-            for (int i = 0; i < HEAT_KERNEL_COUNT; i++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                         heat_kernel_names[i]);
-            fprintf(stderr, "heat bench: --kernel %s: expected %s or all\n", v, list);
-            return -1;
-        }
-    } else if (!strcmp(s, "--temporal")) {
-        char bad[40];
-        if (parse_temporal(v, o->ks, &o->nk, bad, sizeof bad)) {
-            const int part = bad[0] && strcmp(bad, v) != 0; /* name the bad one in a list */
-            fprintf(stderr,
-                    "heat bench: --temporal %s: %s%sexpected integers from 1 to %d separated "
-                    "by commas (time steps fused per pass by the %s kernel)\n",
-                    v, part ? bad : "", part ? ": " : "", HEAT_TEMPORAL_BLOCK_MAX,
-                    heat_kernel_name(HEAT_KERNEL_FUSING));
-            return -1;
-        }
-    } else if (!strcmp(s, "--runs")) {
-        if ((o->runs = (int)bench_int("--runs", v, 3, 100000)) < 0) return -1;
-    } else if (!strcmp(s, "--steps")) {
-        if ((o->steps = (int)bench_int("--steps", v, 1, 1000000000)) < 0) return -1;
-    } else if (!strcmp(s, "--json")) {
-        if (!*v) {
-            fprintf(stderr, "heat bench: --json: the file name is empty\n");
-            return -1;
-        }
-        o->json = v;
-    } else {
-        goto unknown;
-    }
-    return 2;
-unknown:
     fprintf(stderr, "heat bench: unknown or incomplete option %s (see heat bench --help)\n", s);
     return -1;
 }
