@@ -461,6 +461,75 @@ def test_fail(env):
         if any(n.endswith(".tmp") or n.endswith(".vtkhdf") for n in files):
             raise Failure("fail (full disk): no file should be left: %s" % files)
         log("a disk too full for a collective file: every rank exit 1, '%s'" % msgs[0])
+    kill_one_rank(env)
+
+
+def kill_one_rank(env):
+    """A rank that dies (SIGKILL, as a node lost or the out-of-memory
+    killer): the run ends without hanging, the launcher says which rank and
+    how, every file under its final name is whole, and `--restart latest`
+    continues to the same bits as a run never interrupted."""
+    deck = env.write("kl.cfg", DECK3 % {"name": "kl"})
+    sets = ["grid.points=[64, 48, 40]", "time.max_steps=200000", "output.every=0",
+            "output.checkpoint_every=200", "steady.check_every=50"]
+    out = fresh(env, "kl")
+    c = env.cmd(3, deck, out, sets)
+    p = subprocess.Popen(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True)
+    d = os.path.join(env.work, out)
+    # Once two checkpoints are there, kill rank 1 while the run goes on (and
+    # may be writing the next one).
+    deadline = time.time() + 120
+    while p.poll() is None and time.time() < deadline and \
+            len([n for n in os.listdir(d) if "_ckpt_" in n] if os.path.isdir(d) else []) < 2:
+        time.sleep(0.05)
+    time.sleep(0.1)
+    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
+    ranks = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout.split()
+    if len(ranks) != 3:
+        p.kill()
+        raise Failure("kill: expected 3 heat processes matching %s, found %s" % (pattern, ranks))
+    os.kill(int(sorted(ranks, key=int)[1]), signal.SIGKILL)
+    killed = time.time()
+    try:
+        text, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise Failure("kill: the run went on for 60 s after one of its ranks was killed")
+    took = time.time() - killed
+    left = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout.split()
+    if left:
+        raise Failure("kill: heat processes %s still run after the launcher ended" % left)
+    if p.returncode == 0:
+        raise Failure("kill: exit status 0 after a rank was killed\n%s" % text)
+    if not re.search(r"signal[: ]+9", text, re.I):
+        raise Failure("kill: the launcher's output does not say a rank was killed (signal 9):\n%s"
+                      % text)
+    ckpts = sorted(n for n in os.listdir(d) if "_ckpt_" in n and n.endswith(".vtkhdf"))
+    for n in sorted(n for n in os.listdir(d) if n.endswith(".vtkhdf")):
+        read_field(os.path.join(d, n))
+    if not ckpts:
+        raise Failure("kill: no checkpoint left in %s" % d)
+    info = subprocess.run([env.heat, "info", os.path.join(d, ckpts[-1])], env=env.env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=120)
+    if info.returncode != 0:
+        raise Failure("kill: heat info %s: exit status %d\n%s"
+                      % (ckpts[-1], info.returncode, info.stdout))
+    step = int(ckpts[-1].split("_")[-1].split(".")[0])
+    log("SIGKILL to one of 3 ranks: the run ended %.1f s later (exit status %d), the launcher "
+        "said so; newest checkpoint step %d, whole" % (took, p.returncode, step))
+    end = step + 100
+    stop = ["time.max_steps=%d" % end]
+    env.run(2, deck, out, sets[:1] + stop + sets[2:], ["--restart", "latest"])
+    ref = fresh(env, "kl_ref")
+    env.run(0, deck, ref, sets[:1] + stop + sets[2:])
+    name = "kl_ckpt_%08d.vtkhdf" % end
+    same_run(os.path.join(env.work, ref), d, "killed rank, continued", files=[name])
+    log("continued with --restart latest on 2 ranks to step %d: equal to an uninterrupted "
+        "one-process run, no temporary file left" % end)
 
 
 def test_badsplit(env):
