@@ -15,7 +15,10 @@ TEST is one of:
             uninterrupted one;
   fail      an injected write error on rank 1 (collective and gathered files):
             every rank ends with exit 1, the error named once with its rank, no
-            temporary file left, earlier files intact;
+            temporary file left, earlier files intact; a full disk; and one of 3
+            ranks SIGKILLed while it checkpoints: the run ends (no hang), the
+            launcher says a rank was killed, every file under its final name
+            is whole, and --restart latest goes on to the same bits;
   badsplit  splits that do not fit: exit 2 on every rank, the message once,
             nothing written;
   paraview  ParaView reads the snapshots of a 4-rank run from another working
@@ -379,19 +382,17 @@ def test_signal(env):
     while not os.path.exists(first) and time.time() < deadline and p.poll() is None:
         time.sleep(0.1)
     time.sleep(1.0)
-    # The ranks: processes whose command line starts with this heat and names
-    # this run's deck (the launcher's own command line starts otherwise; a
-    # launcher may start them as children or grandchildren).
-    import re
-    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
-    ranks = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
-                           universal_newlines=True).stdout.split()
-    if len(ranks) != 3:
-        p.kill()
-        raise Failure("signal: expected 3 heat processes matching %s, found %s"
-                      % (pattern, ranks))
-    os.kill(int(sorted(ranks, key=int)[1]), signal.SIGTERM)
-    text, _ = p.communicate(timeout=120)
+    ranks = run_pids(env, deck)
+    if len(ranks) != 3 or p.poll() is not None:
+        text = end_run(p, ranks)
+        raise Failure("signal: expected the run's 3 heat processes under way, found %s (exit "
+                      "status %s)\n%s" % (ranks, p.returncode, text))
+    os.kill(sorted(ranks)[1], signal.SIGTERM)
+    try:
+        text, _ = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        end_run(p, ranks)
+        raise Failure("signal: the run went on for 120 s after SIGTERM to one rank")
     if p.returncode != 143:
         raise Failure("signal: exit status %d, expected 143\n%s" % (p.returncode, text))
     if text.count("stopped by SIGTERM") != 1:
@@ -464,52 +465,83 @@ def test_fail(env):
     kill_one_rank(env)
 
 
+def run_pids(env, deck):
+    """The heat processes of a run of `deck`: their command line starts with
+    this heat and names the deck (the launcher's own starts otherwise; a
+    launcher may start them as children or grandchildren)."""
+    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
+    return [int(x) for x in subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
+                                           universal_newlines=True).stdout.split()]
+
+
+def end_run(p, pids):
+    """Ends what is left of a failed test's run, launcher and ranks, so that
+    nothing outlives the test; returns what the launcher printed."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    p.kill()
+    try:
+        return p.communicate(timeout=30)[0] or ""
+    except subprocess.TimeoutExpired:
+        return ""
+
+
 def kill_one_rank(env):
     """A rank that dies (SIGKILL, as a node lost or the out-of-memory
-    killer): the run ends without hanging, the launcher says which rank and
-    how, every file under its final name is whole, and `--restart latest`
-    continues to the same bits as a run never interrupted."""
+    killer): the run ends without hanging, the launcher says a rank was
+    killed, every file under its final name is whole, and `--restart latest`
+    continues to the same bits as a run never interrupted. (Whether the kill
+    lands while a checkpoint is being written is chance; tests/kill_restart.py
+    kills one process at many random moments.)"""
     deck = env.write("kl.cfg", DECK3 % {"name": "kl"})
     sets = ["grid.points=[64, 48, 40]", "time.max_steps=200000", "output.every=0",
             "output.checkpoint_every=200", "steady.check_every=50"]
     out = fresh(env, "kl")
-    c = env.cmd(3, deck, out, sets)
-    p = subprocess.Popen(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, universal_newlines=True)
     d = os.path.join(env.work, out)
-    # Once two checkpoints are there, kill rank 1 while the run goes on (and
-    # may be writing the next one).
+    p = subprocess.Popen(env.cmd(3, deck, out, sets), cwd=env.work, env=env.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True)
+    # Once two checkpoints are there, kill one rank (not rank 0's process
+    # necessarily: the middle pid) while the run goes on.
     deadline = time.time() + 120
     while p.poll() is None and time.time() < deadline and \
             len([n for n in os.listdir(d) if "_ckpt_" in n] if os.path.isdir(d) else []) < 2:
         time.sleep(0.05)
     time.sleep(0.1)
-    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
-    ranks = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
-                           universal_newlines=True).stdout.split()
-    if len(ranks) != 3:
-        p.kill()
-        raise Failure("kill: expected 3 heat processes matching %s, found %s" % (pattern, ranks))
-    os.kill(int(sorted(ranks, key=int)[1]), signal.SIGKILL)
+    ranks = run_pids(env, deck)
+    if len(ranks) != 3 or p.poll() is not None:
+        text = end_run(p, ranks)
+        raise Failure("kill: expected the run's 3 heat processes under way, found %s (exit "
+                      "status %s)\n%s" % (ranks, p.returncode, text))
+    try:
+        os.kill(sorted(ranks)[1], signal.SIGKILL)
+    except ProcessLookupError:
+        text = end_run(p, ranks)
+        raise Failure("kill: rank process %d ended before it was killed\n%s"
+                      % (sorted(ranks)[1], text))
     killed = time.time()
     try:
         text, _ = p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
-        p.kill()
+        end_run(p, ranks)
         raise Failure("kill: the run went on for 60 s after one of its ranks was killed")
     took = time.time() - killed
-    left = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
-                          universal_newlines=True).stdout.split()
+    left = run_pids(env, deck)
     if left:
-        raise Failure("kill: heat processes %s still run after the launcher ended" % left)
+        end_run(p, left)
+        raise Failure("kill: heat processes %s still ran after the launcher ended" % left)
     if p.returncode == 0:
         raise Failure("kill: exit status 0 after a rank was killed\n%s" % text)
     if not re.search(r"signal[: ]+9", text, re.I):
         raise Failure("kill: the launcher's output does not say a rank was killed (signal 9):\n%s"
                       % text)
-    ckpts = sorted(n for n in os.listdir(d) if "_ckpt_" in n and n.endswith(".vtkhdf"))
-    for n in sorted(n for n in os.listdir(d) if n.endswith(".vtkhdf")):
+    names = sorted(n for n in os.listdir(d) if n.endswith(".vtkhdf"))
+    for n in names:
         read_field(os.path.join(d, n))
+    ckpts = [n for n in names if "_ckpt_" in n]
     if not ckpts:
         raise Failure("kill: no checkpoint left in %s" % d)
     info = subprocess.run([env.heat, "info", os.path.join(d, ckpts[-1])], env=env.env,
@@ -518,9 +550,11 @@ def kill_one_rank(env):
     if info.returncode != 0:
         raise Failure("kill: heat info %s: exit status %d\n%s"
                       % (ckpts[-1], info.returncode, info.stdout))
+    tmp = [n for n in os.listdir(d) if n.endswith(".tmp")]
     step = int(ckpts[-1].split("_")[-1].split(".")[0])
     log("SIGKILL to one of 3 ranks: the run ended %.1f s later (exit status %d), the launcher "
-        "said so; newest checkpoint step %d, whole" % (took, p.returncode, step))
+        "said so; newest checkpoint step %d, whole; %d temporary file(s) left"
+        % (took, p.returncode, step, len(tmp)))
     end = step + 100
     stop = ["time.max_steps=%d" % end]
     env.run(2, deck, out, sets[:1] + stop + sets[2:], ["--restart", "latest"])

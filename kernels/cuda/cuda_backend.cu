@@ -431,18 +431,18 @@ static void cuda_host_free(heat_backend *b, void *p)
  * history row wants them), each followed by an event. Passes of `depth`
  * fused steps; the last pass fuses what remains, so a call never runs past
  * the step the driver asked for. */
-static cudaError_t queue_passes(cuda_state *s, int64_t steps, int residual)
+static int queue_passes(cuda_state *s, int64_t steps, int residual, heat_error *err)
 {
-    cudaError_t e = cudaSuccess;
-    for (int64_t left = steps; left > 0 && e == cudaSuccess;) {
+    for (int64_t left = steps; left > 0;) {
         const int k = left < s->depth ? (int)left : s->depth;
         const bool resid = residual && left == k;
-        if (resid) e = cudaMemsetAsync(s->q.d_resid, 0, sizeof *s->q.d_resid, s->stream);
-        if (e == cudaSuccess) e = sweep(s, resid, k);
+        if (resid)
+            HEAT_CUDA_CHECK(cudaMemsetAsync(s->q.d_resid, 0, sizeof *s->q.d_resid, s->stream));
+        HEAT_CUDA_CHECK(sweep(s, resid, k));
         left -= k;
     }
-    if (e == cudaSuccess && residual) e = heat_cuda_checks_queue_resid(&s->q, s->u, s->stream);
-    return e;
+    if (residual) HEAT_CUDA_CHECK(heat_cuda_checks_queue_resid(&s->q, s->u, s->stream));
+    return HEAT_OK;
 }
 
 /* Queues the steps (queue_passes); returns without waiting. Where queuing
@@ -453,13 +453,9 @@ static int cuda_queue(heat_backend *b, int64_t steps, int residual, heat_error *
     if (b->c->d.general && !s->general)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
     heat_cuda_checks_begin(&s->q, residual);
-    const cudaError_t e = queue_passes(s, steps, residual);
-    if (e != cudaSuccess) {
-        heat_cuda_checks_failed(&s->q, s->stream);
-        return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: queuing %lld steps failed: %s: %s",
-                              (long long)steps, cudaGetErrorName(e), cudaGetErrorString(e));
-    }
-    return HEAT_OK;
+    const int rc = queue_passes(s, steps, residual, err);
+    if (rc) heat_cuda_checks_failed(&s->q, s->stream);
+    return rc;
 }
 
 /* Waits for what cuda_queue queued (heat_cuda_checks_wait, stats.cuh).
