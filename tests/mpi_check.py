@@ -367,32 +367,88 @@ def test_restart(env):
         % n)
 
 
+def run_pids(env, deck):
+    """The heat processes of a run of `deck`: their command line starts with
+    this heat and names the deck (the launcher's own starts otherwise; a
+    launcher may start them as children or grandchildren)."""
+    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
+    return [int(x) for x in subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
+                                           universal_newlines=True).stdout.split()]
+
+
+def end_run(p, pids):
+    """Ends what is left of a failed test's run, launcher and ranks, so that
+    nothing outlives the test; returns what the launcher printed."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    p.kill()
+    try:
+        return p.communicate(timeout=30)[0] or ""
+    except subprocess.TimeoutExpired:
+        return ""
+
+
+def continue_as_uninterrupted(env, deck, out, sets, end, name, what):
+    """Continues the run in `out` (`sets[1]` its step limit) with --restart
+    latest on 2 ranks to step `end`; its checkpoint there must equal an
+    uninterrupted one-process run's, history.csv too. Returns `end`."""
+    stop = sets[:1] + ["time.max_steps=%d" % end] + sets[2:]
+    env.run(2, deck, out, stop, ["--restart", "latest"])
+    ref = fresh(env, name + "_ref")
+    env.run(0, deck, ref, stop)
+    same_run(os.path.join(env.work, ref), os.path.join(env.work, out), what,
+             files=["%s_ckpt_%08d.vtkhdf" % (name, end)])
+    return end
+
+
+def signal_one_rank(env, deck, out, sets, ready, settle, sig, what, limit, at=None):
+    """Runs `deck` on 3 ranks; once ready() (within 120 s) and `settle`
+    seconds more, sends `sig` to one rank (the middle pid: not rank 0's
+    process necessarily) and waits up to `limit` s for the run to end.
+    Returns the launcher's process, its output and the ranks' pids; appends
+    the moment of the signal to `at`. Ends the run on every failure."""
+    p = subprocess.Popen(env.cmd(3, deck, out, sets), cwd=env.work, env=env.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True)
+    deadline = time.time() + 120
+    while p.poll() is None and time.time() < deadline and not ready():
+        time.sleep(0.05)
+    time.sleep(settle)
+    ranks = run_pids(env, deck)
+    if len(ranks) != 3 or p.poll() is not None:
+        text = end_run(p, ranks)
+        raise Failure("%s: expected the run's 3 heat processes under way, found %s (exit "
+                      "status %s)\n%s" % (what, ranks, p.returncode, text))
+    try:
+        os.kill(sorted(ranks)[1], sig)
+    except ProcessLookupError:
+        text = end_run(p, ranks)
+        raise Failure("%s: rank process %d ended before the signal\n%s"
+                      % (what, sorted(ranks)[1], text))
+    if at is not None:
+        at.append(time.time())
+    try:
+        text, _ = p.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        end_run(p, ranks)
+        raise Failure("%s: the run went on for %d s after the signal to one of its ranks"
+                      % (what, limit))
+    return p, text, ranks
+
+
 def test_signal(env):
     deck = env.write("sg.cfg", DECK3 % {"name": "sg"})
     sets = ["grid.points=[64, 48, 40]", "time.max_steps=200000", "output.every=0",
             "output.checkpoint_every=0", "steady.check_every=50"]
     out = fresh(env, "sg")
-    c = env.cmd(3, deck, out, sets)
-    p = subprocess.Popen(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, universal_newlines=True)
-    # Wait until the run is under way (its first snapshot is written), then
-    # SIGTERM one rank (not rank 0), as a batch system might.
+    # Once the run is under way (its first snapshot is written), SIGTERM one
+    # rank, as a batch system might.
     first = os.path.join(env.work, out, "sg_00000000.vtkhdf")
-    deadline = time.time() + 60
-    while not os.path.exists(first) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.1)
-    time.sleep(1.0)
-    ranks = run_pids(env, deck)
-    if len(ranks) != 3 or p.poll() is not None:
-        text = end_run(p, ranks)
-        raise Failure("signal: expected the run's 3 heat processes under way, found %s (exit "
-                      "status %s)\n%s" % (ranks, p.returncode, text))
-    os.kill(sorted(ranks)[1], signal.SIGTERM)
-    try:
-        text, _ = p.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        end_run(p, ranks)
-        raise Failure("signal: the run went on for 120 s after SIGTERM to one rank")
+    p, text, _ = signal_one_rank(env, deck, out, sets, lambda: os.path.exists(first), 1.0,
+                                 signal.SIGTERM, "signal", 120)
     if p.returncode != 143:
         raise Failure("signal: exit status %d, expected 143\n%s" % (p.returncode, text))
     if text.count("stopped by SIGTERM") != 1:
@@ -403,15 +459,7 @@ def test_signal(env):
     step = int(ckpts[0].split("_")[-1].split(".")[0])
     log("SIGTERM to one of 3 ranks: every rank stopped at step %d, exit 143, one checkpoint"
         % step)
-    # Continued to a later step, it must equal an uninterrupted run to that step.
-    end = step + 50
-    stop = ["time.max_steps=%d" % end]
-    env.run(2, deck, out, sets[:1] + stop + sets[2:], ["--restart", "latest"])
-    ref = fresh(env, "sg_ref")
-    env.run(0, deck, ref, sets[:1] + stop + sets[2:])
-    name = "sg_ckpt_%08d.vtkhdf" % end
-    same_run(os.path.join(env.work, ref), os.path.join(env.work, out), "signal, continued",
-             files=[name])
+    end = continue_as_uninterrupted(env, deck, out, sets, step + 50, "sg", "signal, continued")
     log("continued on 2 ranks to step %d: equal to an uninterrupted one-process run" % end)
 
 
@@ -465,30 +513,6 @@ def test_fail(env):
     kill_one_rank(env)
 
 
-def run_pids(env, deck):
-    """The heat processes of a run of `deck`: their command line starts with
-    this heat and names the deck (the launcher's own starts otherwise; a
-    launcher may start them as children or grandchildren)."""
-    pattern = "^%s run %s " % (re.escape(env.heat), re.escape(deck))
-    return [int(x) for x in subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
-                                           universal_newlines=True).stdout.split()]
-
-
-def end_run(p, pids):
-    """Ends what is left of a failed test's run, launcher and ranks, so that
-    nothing outlives the test; returns what the launcher printed."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    p.kill()
-    try:
-        return p.communicate(timeout=30)[0] or ""
-    except subprocess.TimeoutExpired:
-        return ""
-
-
 def kill_one_rank(env):
     """A rank that dies (SIGKILL, as a node lost or the out-of-memory
     killer): the run ends without hanging, the launcher says a rank was
@@ -501,34 +525,13 @@ def kill_one_rank(env):
             "output.checkpoint_every=200", "steady.check_every=50"]
     out = fresh(env, "kl")
     d = os.path.join(env.work, out)
-    p = subprocess.Popen(env.cmd(3, deck, out, sets), cwd=env.work, env=env.env,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         universal_newlines=True)
-    # Once two checkpoints are there, kill one rank (not rank 0's process
-    # necessarily: the middle pid) while the run goes on.
-    deadline = time.time() + 120
-    while p.poll() is None and time.time() < deadline and \
-            len([n for n in os.listdir(d) if "_ckpt_" in n] if os.path.isdir(d) else []) < 2:
-        time.sleep(0.05)
-    time.sleep(0.1)
-    ranks = run_pids(env, deck)
-    if len(ranks) != 3 or p.poll() is not None:
-        text = end_run(p, ranks)
-        raise Failure("kill: expected the run's 3 heat processes under way, found %s (exit "
-                      "status %s)\n%s" % (ranks, p.returncode, text))
-    try:
-        os.kill(sorted(ranks)[1], signal.SIGKILL)
-    except ProcessLookupError:
-        text = end_run(p, ranks)
-        raise Failure("kill: rank process %d ended before it was killed\n%s"
-                      % (sorted(ranks)[1], text))
-    killed = time.time()
-    try:
-        text, _ = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        end_run(p, ranks)
-        raise Failure("kill: the run went on for 60 s after one of its ranks was killed")
-    took = time.time() - killed
+    # Once two checkpoints are there, kill one rank while the run goes on.
+    killed = []
+    p, text, _ = signal_one_rank(
+        env, deck, out, sets,
+        lambda: os.path.isdir(d) and len([n for n in os.listdir(d) if "_ckpt_" in n]) >= 2,
+        0.1, signal.SIGKILL, "kill", 60, killed)
+    took = time.time() - killed[0]
     left = run_pids(env, deck)
     if left:
         end_run(p, left)
@@ -555,13 +558,8 @@ def kill_one_rank(env):
     log("SIGKILL to one of 3 ranks: the run ended %.1f s later (exit status %d), the launcher "
         "said so; newest checkpoint step %d, whole; %d temporary file(s) left"
         % (took, p.returncode, step, len(tmp)))
-    end = step + 100
-    stop = ["time.max_steps=%d" % end]
-    env.run(2, deck, out, sets[:1] + stop + sets[2:], ["--restart", "latest"])
-    ref = fresh(env, "kl_ref")
-    env.run(0, deck, ref, sets[:1] + stop + sets[2:])
-    name = "kl_ckpt_%08d.vtkhdf" % end
-    same_run(os.path.join(env.work, ref), d, "killed rank, continued", files=[name])
+    end = continue_as_uninterrupted(env, deck, out, sets, step + 100, "kl",
+                                    "killed rank, continued")
     log("continued with --restart latest on 2 ranks to step %d: equal to an uninterrupted "
         "one-process run, no temporary file left" % end)
 
