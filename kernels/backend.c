@@ -276,6 +276,15 @@ int heat_backend_has_gpu_build(void)
 #endif
 }
 
+int heat_backend_gpu_absent(void)
+{
+#ifdef HEAT_HAVE_CUDA
+    return heat_cuda_no_device();
+#else
+    return 1;
+#endif
+}
+
 int heat_backend_gpu_usable(char *why, size_t n)
 {
 #ifdef HEAT_HAVE_CUDA

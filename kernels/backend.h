@@ -118,6 +118,12 @@ int heat_backend_gpu_general(void);
  * driver's message) into why[n] and returns 0. */
 int heat_backend_gpu_usable(char *why, size_t n);
 
+/* Whether the machine has no CUDA device at all, so that GPU tests may skip:
+ * where heat_backend_gpu_usable says no but a device is there (a driver too
+ * old, no code for its architecture), they fail instead. Always 1 in a
+ * build without CUDA, which has no GPU tests. */
+int heat_backend_gpu_absent(void);
+
 /* Makes the node_rank-th GPU of the node (modulo their number) the one this
  * process uses, before anything else of CUDA runs: one GPU per rank. A
  * no-op without CUDA. heat_backend_create_part does it itself. */

@@ -108,9 +108,19 @@ static void test_checkpoint_wall(void **state)
     free_case(&r);
 }
 
-/* Whether a backend of this kind can be created here. */
+/* Whether a backend of this kind can be created here: the CPU always, the
+ * GPU wherever the machine has a CUDA device and heat has CUDA (where the
+ * device is there but cannot be used, or the backend is not created on a
+ * usable one, the test fails). */
 static int backend_usable(const char *kind)
 {
+    char why[512];
+    const int gpu = !strcmp(kind, "cuda");
+    if (gpu && !heat_backend_gpu_usable(why, sizeof why)) {
+        if (heat_backend_has_gpu_build() && !heat_backend_gpu_absent())
+            fail_msg("this machine has a CUDA device, but heat cannot use it: %s", why);
+        return 0;
+    }
     run_case r;
     const char *dir = test_scratch_dir("io_probe");
     char set[64];
@@ -122,6 +132,8 @@ static int backend_usable(const char *kind)
     int ok = heat_backend_create(&r.c, NULL, &b, &err) == HEAT_OK;
     heat_backend_destroy(b);
     free_case(&r);
+    if (!ok && !strcmp(kind, "cpu")) fail_msg("the cpu backend: %s", err.msg);
+    if (!ok && gpu) fail_msg("the cuda backend on a usable GPU: %s", err.msg);
     return ok;
 }
 

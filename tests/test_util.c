@@ -230,9 +230,13 @@ int gpu_tests_skip(const char *program)
     const char *filter = getenv("HEAT_TEST_FILTER");
     if (filter && *filter) cmocka_set_test_filter(filter);
     char why[512];
-    if (!heat_backend_gpu_usable(why, sizeof why)) {
+    if (heat_backend_gpu_usable(why, sizeof why)) return 0;
+    if (heat_backend_gpu_absent()) {
         printf("%s: skipped: %s\n", program, why);
         return 77;
     }
-    return 0;
+    /* a device is there, and the tests must run on it */
+    printf("%s: FAILED: this machine has a CUDA device, but heat cannot use it: %s\n", program,
+           why);
+    return 1;
 }

@@ -73,9 +73,10 @@ void test_load_case_text(const char *deck, const char *origin, const test_sets *
                          struct heat_case *c, char **text);
 
 /* At the start of a GPU test program: HEAT_TEST_FILTER=PATTERN runs only the
- * tests whose names match (cmocka's * and ? wildcards); without a usable
- * CUDA device (or CUDA in the build) says why and returns 77, which ctest
- * reports as skipped; else 0. */
+ * tests whose names match (cmocka's * and ? wildcards); where the machine has
+ * no CUDA device says so and returns 77, which ctest reports as skipped;
+ * where it has one that heat cannot use (a driver too old, no code for its
+ * architecture) says why and returns 1, a failure; else 0. */
 int gpu_tests_skip(const char *program);
 
 /* Deterministic uniform random numbers in [lo, hi) from a 64-bit state. */

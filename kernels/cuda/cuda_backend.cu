@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "cuda_check.cuh"
@@ -626,6 +628,19 @@ extern "C" int heat_cuda_usable(char *why, size_t n)
         return 0;
     }
     return 1;
+}
+
+extern "C" int heat_cuda_no_device(void)
+{
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaSuccess) return count == 0;
+    cudaGetLastError();
+    if (e == cudaErrorNoDevice) return 1;
+    /* Without a driver at all the runtime says "insufficient driver", as it
+     * does for one too old: a device is there only where the driver's
+     * device nodes are. */
+    return access("/dev/nvidiactl", F_OK) != 0 && access("/dev/nvidia0", F_OK) != 0;
 }
 
 /* Whether two time levels of the case fit in the free memory of the current

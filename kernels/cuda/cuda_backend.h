@@ -15,6 +15,9 @@ extern "C" {
  * not, writes the reason ("no CUDA device found", the driver's message, ...)
  * into why[n] and returns 0. */
 int heat_cuda_usable(char *why, size_t n);
+/* Whether this machine has no CUDA device at all (as against one that
+ * heat_cuda_usable finds unusable: a driver too old, no code for it). */
+int heat_cuda_no_device(void);
 
 /* Creates the CUDA backend for `c` with its solver.kernel. HEAT_ERUNTIME when
  * no GPU is usable (with the reason) or when the two time levels do not fit
