@@ -37,6 +37,7 @@ PROG = "kill_restart"
 NAME = "kr"
 KEEP = 2
 PLANNED_STOP = 1200  # a multiple of output.every, checkpoint_every and check_every
+STEPS = 2000  # the deck's time.max_steps
 
 # About a second of work on two CPU cores: 80x72x64 points, 2000 steps, a
 # checkpoint every 40 steps (50 of them, each a few MB written and fsynced).
@@ -44,7 +45,7 @@ DECK = """\
 name = "%s";
 grid = { points = [80, 72, 64]; length = [1.0, 0.9, 0.8]; };
 material = { diffusivity = 1.0e-4; };
-time = { max_steps = 2000; };
+time = { max_steps = %d; };
 steady = { tolerance = 1.0e-12; check_every = 50; };
 initial = { type = "gaussian"; center = [0.3, 0.45, 0.4]; width = 0.1; amplitude = 80.0;
             base = 20.0; };
@@ -58,7 +59,7 @@ boundary = {
 };
 output = { dir = "ref"; every = 300; checkpoint_every = 40; keep_checkpoints = %d; };
 solver = { backend = "cpu"; precision = "double"; };
-""" % (NAME, KEEP)
+""" % (NAME, STEPS, KEEP)
 
 
 class Failure(Exception):
@@ -259,10 +260,11 @@ def main():
     runner.run("planned")
     verify(os.path.join(args.work, "planned"))
 
-    chain, chains_done = 1, 1
+    chain, chains_done, landed = 1, 1, 0
     d = os.path.join(args.work, "chain%d" % chain)
+    newest = 0  # the chain's newest checkpoint step: the run has the rest to do
     for k in range(args.kills):
-        delay = rng.uniform(0.05, 0.7) * wall
+        delay = rng.uniform(0.05, 0.7) * wall * (1.0 - newest / float(STEPS))
         proc = runner.start(os.path.basename(d))
         try:
             out, _ = proc.communicate(timeout=delay)
@@ -280,25 +282,41 @@ def main():
             chains_done += 1
             chain += 1
             d = os.path.join(args.work, "chain%d" % chain)
+            newest = 0
             continue
+        landed += 1
         step = check_after_kill(runner, d)
+        newest = step or 0
         log("kill %d: SIGKILL after %.2f s; newest checkpoint: %s"
             % (k + 1, delay, "step %d" % step if step is not None else "none yet"))
 
+    # Most kills must land mid-run (each waits a share of what is left).
+    if landed < max(1, args.kills // 2):
+        raise Failure("only %d of %d kills landed before their run ended (seed %d)"
+                      % (landed, args.kills, seed))
     log("continuing %s to the end" % os.path.basename(d))
     runner.run(os.path.basename(d))
     verify(d)
     chains_done += 1
 
     # SIGTERM: the run stops after the step it is in and writes a checkpoint.
+    # Should the run end before the signal, it is tried again, sooner.
     d = os.path.join(args.work, "term")
-    proc = runner.start("term")
-    time.sleep(rng.uniform(0.3, 0.6) * wall)
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate()
+    share = rng.uniform(0.3, 0.6)
+    for attempt in range(4):
+        shutil.rmtree(d, ignore_errors=True)
+        proc = runner.start("term")
+        time.sleep(share * wall)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            break
+        log("SIGTERM: the run ended before the signal at %.2f s; again, sooner" % (share * wall))
+        share /= 2
     stops = []
     if proc.returncode == 0:
-        log("SIGTERM: the run ended before the signal; nothing to check")
+        raise Failure("SIGTERM: every run ended before its signal, the last at %.2f s"
+                      % (share * wall))
     elif proc.returncode != 128 + signal.SIGTERM:
         raise Failure("after SIGTERM the run exited with %d, expected 143:\n%s"
                       % (proc.returncode, out))
@@ -314,8 +332,8 @@ def main():
     if failures:
         raise Failure("%d of %d continued runs differ from the uninterrupted run (seed %d)"
                       % (len(failures), chains_done, seed))
-    log("ok: %d kills, %d chains continued to the end, %.1f s"
-        % (args.kills, chains_done, time.monotonic() - t0))
+    log("ok: %d kills, %d of them mid-run, %d chains continued to the end, %.1f s"
+        % (args.kills, landed, chains_done, time.monotonic() - t0))
     return 0
 
 
