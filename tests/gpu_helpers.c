@@ -112,11 +112,10 @@ int compare(const heat_case *c, const void *want, const void *got, const char *w
     if (bad) {
         double x = vs == 4 ? ((const float *)want)[first] : ((const double *)want)[first];
         double y = vs == 4 ? ((const float *)got)[first] : ((const double *)got)[first];
-        print_error("%s: %lld of %lld points differ, largest relative difference %.3g (tolerance "
-                    "%.0e); first at (%lld, %lld, %lld): cpu %.17g, gpu %.17g\n",
-                    what, (long long)bad, (long long)c->d.points, worst, vs == 4 ? 1e-5 : 1e-12,
-                    (long long)(first % nx), (long long)(first / nx % ny),
-                    (long long)(first / (nx * ny)), x, y);
+        print_error("%s: %lld of %lld points differ (bit for bit required), largest relative "
+                    "difference %.3g; first at (%lld, %lld, %lld): cpu %.17g, gpu %.17g\n",
+                    what, (long long)bad, (long long)c->d.points, worst, (long long)(first % nx),
+                    (long long)(first / nx % ny), (long long)(first / (nx * ny)), x, y);
     }
     return bad == 0;
 }

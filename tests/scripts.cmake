@@ -224,9 +224,10 @@ elseif(HEAT_TEST STREQUAL "plot")
   if(NOT rc STREQUAL "0" OR at EQUAL -1 OR NOT EXISTS ${WORK}/noext.png)
     message(FATAL_ERROR "plot: -o noext: expected noext.png written and named (exit ${rc}): ${out}")
   endif()
-  foreach(i 1 2 3 4 5 6 8 9 10 11)
-    if(EXISTS ${WORK}/bad${i}.png)
-      message(FATAL_ERROR "plot: a refused command still wrote bad${i}.png")
+  foreach(bad bad1.png bad2.png bad3.png bad4.png bad5.png bad6.png bad7.xyz bad7.xyz.png
+          bad8.png bad9.png bad10.png bad11.png)
+    if(EXISTS ${WORK}/${bad})
+      message(FATAL_ERROR "plot: a refused command still wrote ${bad}")
     endif()
   endforeach()
 

@@ -506,7 +506,11 @@ int heat_cpu_part_create(const heat_case *c, const heat_part *part, const heat_h
     }
     heat_halo_plan_init(&s->p, c, part, s->xalign);
     s->phase = -1;
-    snprintf(s->st.transport, sizeof s->st.transport, "mpi");
+    /* the summary says so where the test's geometry runs */
+    snprintf(s->st.transport, sizeof s->st.transport, "%s",
+             s->xalign > 1 ? (s->fuse ? "mpi (HEAT_TEST_GPU_VIEWS: fused)"
+                                      : "mpi (HEAT_TEST_GPU_VIEWS: steps)")
+                           : "mpi");
     const size_t bytes = (size_t)s->p.values * s->vs, msgs = (s->p.buf_values + 1) * s->vs;
     s->u = calloc(1, bytes);
     s->v = calloc(1, bytes);
