@@ -620,10 +620,14 @@ extern "C" int heat_cuda_usable(char *why, size_t n)
         int dev = 0;
         cudaGetDevice(&dev);
         cudaGetDeviceProperties(&p, dev);
-        snprintf(why, n,
-                 "this heat has no code for %s (compute capability %d.%d): %s; rebuild with "
-                 "-DCMAKE_CUDA_ARCHITECTURES=%d%d",
-                 p.name, p.major, p.minor, cudaGetErrorString(e), p.major, p.minor);
+        if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction)
+            snprintf(why, n,
+                     "this heat has no code for %s (compute capability %d.%d): %s; rebuild with "
+                     "-DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                     p.name, p.major, p.minor, cudaGetErrorString(e), p.major, p.minor);
+        else
+            snprintf(why, n, "%s (compute capability %d.%d) cannot run heat's kernels: %s", p.name,
+                     p.major, p.minor, cudaGetErrorString(e));
         cudaGetLastError();
         return 0;
     }
@@ -639,8 +643,9 @@ extern "C" int heat_cuda_no_device(void)
     if (e == cudaErrorNoDevice) return 1;
     /* Without a driver at all the runtime says "insufficient driver", as it
      * does for one too old: a device is there only where the driver's
-     * device nodes are. */
-    return access("/dev/nvidiactl", F_OK) != 0 && access("/dev/nvidia0", F_OK) != 0;
+     * device nodes are (WSL2's: /dev/dxg). */
+    return access("/dev/nvidiactl", F_OK) != 0 && access("/dev/nvidia0", F_OK) != 0 &&
+           access("/dev/dxg", F_OK) != 0;
 }
 
 /* Whether two time levels of the case fit in the free memory of the current
