@@ -533,7 +533,14 @@ static cudaError_t mg_copy(part_state *s, void *level, void *mgbuf, bool to_mg)
     return cudaMemcpy3DAsync(&m, s->hi);
 }
 
-static const void *owned_base(const part_state *s);
+/* The owned box of u, whose statistics history.csv takes (in backend_impl.h's
+ * order: its rows y fastest, as a download of the box folded on the host
+ * would give). */
+static const void *owned_base(const part_state *s)
+{
+    const hbox &o = s->p.owned;
+    return (const char *)s->u + heat_halo_at(&s->p, o.lo[0], o.lo[1], o.lo[2]) * s->vs;
+}
 
 /* Queues `steps` steps and, with `residual`, the copy of the last one's
  * residual and the owned box's statistics after it (a check step's history
@@ -927,15 +934,6 @@ static void part_halo_stats(const heat_backend *b, heat_halo_stats *st)
         cudaGetLastError();
     *st = s->st;
     if (s->mg) heat_cuda_mg_halo_stats(s->mg, st);
-}
-
-/* The owned box of u, whose statistics history.csv takes (in backend_impl.h's
- * order: its rows y fastest, as a download of the box folded on the host
- * would give). */
-static const void *owned_base(const part_state *s)
-{
-    const hbox &o = s->p.owned;
-    return (const char *)s->u + heat_halo_at(&s->p, o.lo[0], o.lo[1], o.lo[2]) * s->vs;
 }
 
 /* history.csv's statistics of the owned box on the GPU, three values back
