@@ -345,6 +345,20 @@ int heat_backend_poison_next(heat_backend *b, heat_error *err)
     return b->ops->poison_next(b, err);
 }
 
+int heat_backend_gpu_xsum(const double *v, int64_t n, int per, struct heat_xsum *sum,
+                          heat_error *err)
+{
+#ifdef HEAT_HAVE_CUDA
+    char why[256];
+    if (!heat_cuda_usable(why, sizeof why))
+        return heat_error_set(err, HEAT_ERUNTIME, "no usable GPU: %s", why);
+    return heat_cuda_xsum(v, n, per, sum, err);
+#else
+    (void)v, (void)n, (void)per, (void)sum;
+    return heat_error_set(err, HEAT_ERUNTIME, "this build of heat has no CUDA backend");
+#endif
+}
+
 void heat_backend_class_box(const heat_backend *b, int64_t lo[3], int64_t n[3])
 {
     if (b->ops->class_box) {

@@ -254,6 +254,14 @@ void heat_backend_halo_stats(const heat_backend *b, heat_halo_stats *stats);
 int heat_backend_bench_halo(heat_backend *b, int runs, double *pack_ms, double *transfer_ms,
                             double *unpack_ms, heat_error *err);
 
+/* For tests: the exact sum (kernels/xsum.h) of v[0 .. n) as the GPU forms a
+ * multigrid sum (kernels/cuda/xsum.cuh), `per` consecutive terms a
+ * thread, into *sum (normalised: equal sums, equal digits). HEAT_ERUNTIME
+ * where no GPU is usable or the build has no CUDA. */
+struct heat_xsum;
+int heat_backend_gpu_xsum(const double *v, int64_t n, int per, struct heat_xsum *sum,
+                          heat_error *err);
+
 /* For tests: fills every node of the next time level that a sweep must write
  * (all but the Dirichlet faces) with NaN, so that a point a kernel skips
  * shows up in the result. */

@@ -4,10 +4,11 @@
  * bit, and the same residuals, V-cycles and reductions (the implicit
  * steps' residual over max |b|), in float and double, 2D and 3D, on grids of
  * sizes that are not 2^k + 1 and with every uniform face, and on a deck of
- * three materials with a source and convective and flux faces; a singular problem
- * (no Dirichlet face), whose kept mean is a sum over nodes, agrees within
- * 1e-12 relative in double. Without a usable GPU the program says why and
- * exits with 77, which ctest reports as skipped. */
+ * three materials with a source and convective and flux faces, and on a
+ * singular problem (no Dirichlet face), whose kept mean is an exact sum over
+ * the nodes; and history.csv's statistics of the field after them are the
+ * same bits. Without a usable GPU the program says why and exits with 77,
+ * which ctest reports as skipped. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 #include "heat_case.h"
 #include "materials.h"
 #include "test_util.h"
+#include "xsum.h"
 
 static const char deck[] =
     "grid = { points = [37, 29, 21]; length = [1.0, 0.8, 0.6]; };\n"
@@ -114,9 +116,10 @@ static void set_classes(const heat_case *c, heat_backend *b, const char *be)
 }
 
 /* `calls` advances of `steps` each on backend `be`: the final field, the
- * residual of each call and the solves' report after the last. */
+ * residual of each call, the solves' report after the last and the field's
+ * statistics then (minimum, maximum, sum). */
 static void *advance_on(const test_sets *sets, const char *be, int calls, int steps, double *resid,
-                        heat_mg_info *info)
+                        heat_mg_info *info, double stats[3])
 {
     heat_case c;
     load(&c, sets, be);
@@ -143,41 +146,40 @@ static void *advance_on(const test_sets *sets, const char *be, int calls, int st
             fail_msg("%s: node %lld sampled %.17g, downloaded %.17g", be, (long long)at[i], got[i],
                      fget(&c, f, at[i]));
     heat_backend_mg_info(b, info);
+    if (heat_backend_field_stats(b, &stats[0], &stats[1], &stats[2], &err))
+        fail_msg("%s: field_stats: %s", be, err.msg);
     heat_backend_destroy(b);
     return f;
 }
 
-/* The GPU's field and residuals against the CPU's: equal bits (tol 0), or
- * within tol relative to the field's largest value. */
-static void compare(const test_sets *sets, int calls, int steps, double tol, const char *what)
+/* The GPU's field, residuals and statistics against the CPU's: equal bits. */
+static void compare(const test_sets *sets, int calls, int steps, const char *what)
 {
     heat_case c;
     load(&c, sets, "cpu");
-    double rc[8], rg[8];
+    double rc[8], rg[8], sc[3], sg[3];
     heat_mg_info ic, ig;
-    void *fc = advance_on(sets, "cpu", calls, steps, rc, &ic);
-    void *fg = advance_on(sets, "cuda", calls, steps, rg, &ig);
-    double scale = 0, worst = 0;
+    void *fc = advance_on(sets, "cpu", calls, steps, rc, &ic, sc);
+    void *fg = advance_on(sets, "cuda", calls, steps, rg, &ig, sg);
+    double worst = 0;
     int64_t first = -1;
-    for (int64_t i = 0; i < c.d.points; i++) scale = fmax(scale, fabs(fget(&c, fc, i)));
     for (int64_t i = 0; i < c.d.points; i++) {
         const double a = fget(&c, fc, i), b = fget(&c, fg, i);
-        const int bad = tol == 0 ? memcmp(&a, &b, sizeof a) != 0 : !(fabs(a - b) <= tol * scale);
-        if (bad && first < 0) first = i;
+        if (memcmp(&a, &b, sizeof a) != 0 && first < 0) first = i;
         worst = fmax(worst, fabs(a - b));
     }
     if (first >= 0)
         fail_msg("%s: first difference at index %lld: cpu %.17g, cuda %.17g; largest %.3g", what,
                  (long long)first, fget(&c, fc, first), fget(&c, fg, first), worst);
-    /* With tol (a singular problem: the GPU's kept mean is a sum by atomics,
-     * k_mg.cu, the CPU's row by row, equal to rounding) the fields differ by
-     * about 1e-16 of their scale; a converged field's residual is some 1e-10
-     * of it, so the residuals may differ by 1e-6 of themselves. */
     for (int i = 0; i < calls; i++)
-        if (tol == 0 ? rc[i] != rg[i] : !(fabs(rc[i] - rg[i]) <= 1e-6 * fabs(rc[i]) + 1e-300))
+        if (memcmp(&rc[i], &rg[i], sizeof rc[i]) != 0)
             fail_msg("%s: call %d's residual: cpu %.17g, cuda %.17g", what, i, rc[i], rg[i]);
+    static const char *const stat[3] = {"minimum", "maximum", "sum"};
+    for (int i = 0; i < 3; i++)
+        if (memcmp(&sc[i], &sg[i], sizeof sc[i]) != 0)
+            fail_msg("%s: the field's %s: cpu %.17g, cuda %.17g", what, stat[i], sc[i], sg[i]);
     /* the same cycles, and (implicit steps) the same residual over max |b| */
-    if (ic.total_cycles != ig.total_cycles || (tol == 0 && ic.reduction != ig.reduction))
+    if (ic.total_cycles != ig.total_cycles || ic.reduction != ig.reduction)
         fail_msg("%s: cpu %lld V-cycles, reduction %.17g; cuda %lld, %.17g", what,
                  (long long)ic.total_cycles, ic.reduction, (long long)ig.total_cycles,
                  ig.reduction);
@@ -212,7 +214,7 @@ static void test_steady_cycles(void **state)
             char what[160];
             snprintf(what, sizeof what, "steady, %s, %s%s", p ? "float" : "double", shapes[sh][0],
                      shapes[sh][1] ? ", x periodic" : "");
-            compare(&s, 3, 2, 0.0, what);
+            compare(&s, 3, 2, what);
         }
 }
 
@@ -230,7 +232,7 @@ static void test_implicit_steps(void **state)
             char what[96];
             snprintf(what, sizeof what, "%s, %s", scheme ? "crank_nicolson" : "backward_euler",
                      p ? "float" : "double");
-            compare(&s, 2, 3, 0.0, what);
+            compare(&s, 2, 3, what);
         }
 }
 
@@ -265,7 +267,7 @@ static void test_materials(void **state)
                 snprintf(what, sizeof what, "materials, %s, %s, %s%s",
                          implicit ? "backward_euler" : "steady", p ? "float" : "double",
                          shapes[sh][0], shapes[sh][1] ? ", periodic" : "");
-                compare(&s, 2, 3, 0.0, what);
+                compare(&s, 2, 3, what);
             }
     deck_now = deck;
 }
@@ -295,16 +297,103 @@ static void test_pair_forced(void **state)
     unsetenv("HEAT_CUDA_MG_PAIR");
 }
 
-/* Periodic and Neumann faces only: the mean is kept through a sum. */
+/* Periodic and Neumann faces only: the mean is kept through an exact sum,
+ * in float and double, on rows of an odd length and of whole 16-byte
+ * groups, and with three materials (no source, flux faces that
+ * balance). */
 static void test_singular(void **state)
 {
     (void)state;
-    test_sets s = {0};
-    test_sets_add(&s, "boundary.x_lo={type=\"neumann\";}");
-    test_sets_add(&s, "boundary.x_hi={type=\"neumann\";}");
-    test_sets_add(&s, "boundary.z_lo={type=\"neumann\"; gradient=0.25;}");
-    test_sets_add(&s, "boundary.z_hi={type=\"neumann\"; gradient=-0.25;}");
-    compare(&s, 3, 2, 1e-12, "singular, double");
+    static const char *const shapes[2] = {"grid.points=[37, 29, 21]", "grid.points=[40, 29, 21]"};
+    for (int mt = 0; mt < 2; mt++)
+        for (int p = 0; p < 2; p++)
+            for (int sh = 0; sh < 2; sh++) {
+                deck_now = mt ? deck_materials : deck;
+                test_sets s = {0};
+                test_sets_add(&s, "solver.precision=\"%s\"", p ? "float" : "double");
+                test_sets_add(&s, "%s", shapes[sh]);
+                test_sets_add(&s, "boundary.x_lo={type=\"neumann\";}");
+                test_sets_add(&s, "boundary.x_hi={type=\"neumann\";}");
+                if (mt) { /* the conductivities differ along the z faces: flux faces */
+                    test_sets_add(&s, "sources=()");
+                    test_sets_add(&s, "boundary.z_lo={type=\"flux\"; value=0.5;}");
+                    test_sets_add(&s, "boundary.z_hi={type=\"flux\"; value=-0.5;}");
+                } else {
+                    test_sets_add(&s, "boundary.z_lo={type=\"neumann\"; gradient=0.25;}");
+                    test_sets_add(&s, "boundary.z_hi={type=\"neumann\"; gradient=-0.25;}");
+                }
+                char what[160];
+                snprintf(what, sizeof what, "singular%s, %s, %s", mt ? ", materials" : "",
+                         p ? "float" : "double", shapes[sh]);
+                compare(&s, 3, 2, what);
+            }
+    deck_now = deck;
+}
+
+/* The GPU's exact sum (kernels/cuda/xsum.cuh, the kept mean's) against the
+ * CPU's (kernels/xsum.h) on terms of every exponent, subnormals, zeros of
+ * both signs, cancelling pairs, terms of a few binades (a thread's window
+ * kept) and NaN and infinities, 1, 5 or 64 terms a thread: the same
+ * digits. */
+static void exact_sum_case(const double *v, int64_t n, const char *what)
+{
+    static const int pers[3] = {1, 5, 64};
+    heat_xsum want;
+    heat_xsum_zero(&want);
+    for (int64_t i = 0; i < n; i++) heat_xsum_add(&want, v[i]);
+    heat_xsum_normalise(&want);
+    for (int p = 0; p < 3; p++) {
+        heat_xsum got;
+        heat_error err;
+        if (heat_backend_gpu_xsum(v, n, pers[p], &got, &err)) fail_msg("%s: %s", what, err.msg);
+        if (got.nonfinite != want.nonfinite)
+            fail_msg("%s, %d a thread: nonfinite %d on the GPU, %d on the CPU", what, pers[p],
+                     got.nonfinite, want.nonfinite);
+        for (int i = 0; i < HEAT_XSUM_LIMBS; i++)
+            if (!want.nonfinite && got.d[i] != want.d[i])
+                fail_msg("%s, %d a thread: digit %d: GPU %lld, CPU %lld (sums %.17g, %.17g)", what,
+                         pers[p], i, (long long)got.d[i], (long long)want.d[i],
+                         heat_xsum_value(&got), heat_xsum_value(&want));
+    }
+}
+
+static void test_exact_sum(void **state)
+{
+    (void)state;
+    const int64_t n = 300007;
+    double *v = malloc((size_t)n * sizeof *v);
+    assert_non_null(v);
+    uint64_t seed = 777;
+    /* every exponent, either sign, some zeros */
+    for (int64_t i = 0; i < n; i++) {
+        const double m = test_uniform(&seed, 0.5, 1.0);
+        const int e = (int)test_uniform(&seed, -1100.0, 1024.0);
+        v[i] = (i % 2 ? -1 : 1) * ldexp(m, e);
+        if (i % 97 == 0) v[i] = i % 2 ? -0.0 : 0.0;
+    }
+    exact_sum_case(v, n, "every exponent");
+    /* pairs that cancel, shuffled, around a few small terms */
+    for (int64_t i = 0; i + 1 < n; i += 2) v[i + 1] = -v[i];
+    v[n - 1] = 4.9e-324;
+    v[100] = 1e-300, v[101] = 3.0;
+    for (int64_t i = n - 1; i > 0; i--) {
+        const int64_t j = (int64_t)test_uniform(&seed, 0.0, (double)(i + 1)) % (i + 1);
+        const double t = v[i];
+        v[i] = v[j], v[j] = t;
+    }
+    exact_sum_case(v, n, "cancelling pairs");
+    /* terms of a few binades, as a field's (rho c) V u */
+    for (int64_t i = 0; i < n; i++)
+        v[i] = test_uniform(&seed, -0.01, 0.1) * (i % 3 == 0 ? 0.25 : i % 3 == 1 ? 1.0 : 3.0);
+    exact_sum_case(v, n, "a few binades");
+    exact_sum_case(v, 1, "one term");
+    exact_sum_case(v, 0, "no term");
+    v[n / 2] = NAN;
+    exact_sum_case(v, n, "with a NaN");
+    v[n / 2] = INFINITY;
+    v[7] = -INFINITY;
+    exact_sum_case(v, n, "with infinities");
+    free(v);
 }
 
 /* Every case above again with the finest level's planes padded by 3 rows
@@ -328,8 +417,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady_cycles), cmocka_unit_test(test_implicit_steps),
         cmocka_unit_test(test_materials),     cmocka_unit_test(test_materials_point),
-        cmocka_unit_test(test_singular),      cmocka_unit_test(test_padded_planes),
-        cmocka_unit_test(test_pair_forced),
+        cmocka_unit_test(test_exact_sum),     cmocka_unit_test(test_singular),
+        cmocka_unit_test(test_padded_planes), cmocka_unit_test(test_pair_forced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,11 @@ int heat_cuda_face_code(int bc_type);
 /* Whether the CUDA backend runs the variable-coefficient update. */
 int heat_cuda_general(void);
 
+/* For tests (heat_backend_gpu_xsum): the exact sum of v[0 .. n) on the
+ * GPU, `per` terms a thread, into *sum (normalised). */
+struct heat_xsum;
+int heat_cuda_xsum(const double *v, int64_t n, int per, struct heat_xsum *sum, heat_error *err);
+
 /* The name of the current CUDA device into buf[n] ("" when there is none). */
 void heat_cuda_current_device(char *buf, size_t n);
 

@@ -49,10 +49,6 @@ void heat_cuda_mg_info(const cuda_mg *g, heat_mg_info *info);
  * a graph replay, and a device copy of the field. */
 int heat_cuda_mg_bench(cuda_mg *g, int runs, heat_mg_timing *t, heat_error *err);
 
-/* The field's minimum, maximum and sum (history.csv) from one pass on the
- * GPU instead of a download; the sum's order is the GPU's. */
-int heat_cuda_mg_field_stats(cuda_mg *g, double *min, double *max, double *sum, heat_error *err);
-
 void heat_cuda_mg_destroy(cuda_mg *g);
 
 #endif

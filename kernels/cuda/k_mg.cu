@@ -4,9 +4,8 @@
  * Every kernel repeats the CPU backend's arithmetic (cpu/cpu_mg.inc) node by
  * node, in the same order and with the same operator (kernels/mg_point.inc,
  * compiled here with --fmad=false), so the two agree bit for bit; the only
- * sum over nodes, the weighted mean of a singular problem, is reduced with
- * atomics here and row by row on the CPU, which agree to rounding (about
- * 1e-16 relative).
+ * sum over nodes, the weighted mean of a singular problem, is exact on both
+ * (a long accumulator: xsum.cuh here, xsum.h on the CPU).
  *
  * Stencil passes (sweeps, the residual, the implicit right-hand side, the
  * norms) run one thread per node of a (32 x 8) tile of an x-y plane, marching
@@ -38,14 +37,6 @@ extern "C" {
 }
 
 /* ---- device views ----------------------------------------------------------------- */
-
-static double unordered(unsigned long long o)
-{
-    const unsigned long long b = o >> 63 ? o & ~(1ull << 63) : ~o;
-    double v;
-    memcpy(&v, &b, sizeof v);
-    return v;
-}
 
 template <typename T>
 __device__ __forceinline__ bool held_at(const mgd_level<T> &L, int i, int j, int k)
@@ -114,8 +105,8 @@ __global__ void __launch_bounds__(256)
     T *out = PASS == P_SMOOTH ? (sweep % 2 ? L.x0 : L.x1) : L.x1;
     const T c0 = L.cheb[sweep][0], c1 = L.cheb[sweep][1];
     const bool z0 = PASS == P_SMOOTH && zero && sweep == 0;
-    unsigned long long rm = 0, um = 0, bm = 0, lo = ~0ull, hi = 0;
-    double ws = 0, sum = 0;
+    unsigned long long rm = 0, um = 0, bm = 0;
+    heat_gx_win ws;
     if (in && k0 < k1) {
         const long long col = (long long)j * L.n[0] + i;
         T zm = z0 ? T(0) : x[col + (long long)wrapm(k0, n2) * sz];
@@ -123,12 +114,7 @@ __global__ void __launch_bounds__(256)
         for (int k = k0; k < k1; k++) {
             const long long p = col + (long long)k * sz;
             const T zp = z0 ? T(0) : x[col + (long long)wrapp(k, n2) * sz];
-            if (PASS == P_NORMS) {
-                um = max(um, abs_bits(c));
-                lo = min(lo, ordered((double)c));
-                hi = max(hi, ordered((double)c));
-                sum += (double)c;
-            }
+            if (PASS == P_NORMS) um = max(um, abs_bits(c));
             if (PASS == P_RHS && F.keep) F.keep[p] = c;
             if (!held_at(L, i, j, k)) {
                 T diag;
@@ -152,7 +138,7 @@ __global__ void __launch_bounds__(256)
                     const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
                     const T rc = F.rhoc[F.mtl ? F.mtl[p] : 0];
                     rm = max(rm, abs_bits(r / (rc * vol)));
-                    ws += (double)(rc * vol) * (double)c;
+                    if (F.wsum) ws.add((double)(rc * vol) * (double)c, &norms->ws);
                 }
             }
             zm = c;
@@ -160,9 +146,7 @@ __global__ void __launch_bounds__(256)
         }
     }
     if (PASS == P_RHS) hk_block_max(bm, &norms->bmax);
-    if (PASS == P_NORMS) {
-        mg_norms_flush(norms, rm, um, ws, sum, lo, hi);
-    }
+    if (PASS == P_NORMS) mg_norms_flush(norms, rm, um, ws, F.wsum);
 }
 
 /* The transfers run one thread per column (i, j) of the level they write,
@@ -502,11 +486,11 @@ static double bits_value(unsigned long long b)
     return v != v ? INFINITY : v;
 }
 
-static int op_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
+/* The norms pass: max |r| / ((rho c) V) and max |x| of level 0 and, for a
+ * singular problem, the exact sum of (rho c) V x into *ws. */
+static int norms_pass(cuda_mg *g, double *rmax, double *umax, heat_xsum *ws, heat_error *err)
 {
-    cuda_mg *g = (cuda_mg *)ctx;
     MG_CUDA_CHECK(cudaMemsetAsync(g->d_norms, 0, sizeof *g->d_norms, g->stream));
-    MG_CUDA_CHECK(cudaMemsetAsync(&g->d_norms->lo, 0xff, sizeof g->d_norms->lo, g->stream));
     if (g->is_float)
         launch_pass<float, P_NORMS>(g, g->lf[0], g->ff, true, 0, 0);
     else
@@ -517,17 +501,16 @@ static int op_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_er
     if (rc) return rc;
     *rmax = bits_value(g->h_norms->rmax);
     *umax = bits_value(g->h_norms->umax);
-    *wsum = g->h_norms->wsum;
+    heat_gx_read(&g->h_norms->ws, ws);
     return HEAT_OK;
 }
 
-int heat_cuda_mg_field_stats(cuda_mg *g, double *min, double *max, double *sum, heat_error *err)
+static int op_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
 {
-    double r, u, w;
-    const int rc = op_norms(g, &r, &u, &w, err);
-    if (rc) return rc;
-    *min = unordered(g->h_norms->lo), *max = unordered(g->h_norms->hi), *sum = g->h_norms->sum;
-    return HEAT_OK;
+    heat_xsum ws;
+    const int rc = norms_pass((cuda_mg *)ctx, rmax, umax, &ws, err);
+    if (!rc) *wsum = heat_xsum_value(&ws);
+    return rc;
 }
 
 static int op_shift(void *ctx, double delta, heat_error *err)
@@ -732,6 +715,7 @@ static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *
     /* the finest level's arrays, laid out as its field (planes mg_plane(L[0]) apart) */
     const int64_t np = (int64_t)L[0].n[2] * mg_plane(L[0]);
     F.nmat = m->nmat;
+    F.wsum = m->singular;
     F.ct = (T)((1.0 - m->theta) / m->theta);
     std::vector<double> rhoc(m->rhoc, m->rhoc + m->nmat), mdt(m->nmat);
     for (int a = 0; a < m->nmat; a++) mdt[a] = m->rhoc[a] / m->dt;
@@ -1041,60 +1025,20 @@ static int level0_current(cuda_mg *g, heat_error *err)
     return HEAT_OK;
 }
 
-/* A singular problem's sum of (rho c) V x over this rank's nodes not held,
- * exact (xsum.h), from a download of level 0: each node's term as the
- * CPU backend makes it, so that every split gives the one-process bits. */
-template <typename T> static int exact_wsum(cuda_mg *g, heat_xsum *ws, heat_error *err)
-{
-    const heat_mg *m = g->m;
-    const heat_mg_level *L = &m->lv[0];
-    const size_t box = (size_t)L->points * sizeof(T);
-    g->hbox.resize(box);
-    MG_CUDA_CHECK(cudaMemcpyAsync(g->hbox.data(), levels_of<T>(g)[0].x0, box,
-                                  cudaMemcpyDeviceToHost, g->stream));
-    MG_CUDA_CHECK(cudaStreamSynchronize(g->stream));
-    const T *x = (const T *)g->hbox.data();
-    std::vector<double> *v = g->hv0;
-    for (int a = 0; a < 3 && v[a].empty(); a++) { /* the box's dual widths, once */
-        const int64_t bn = L->bn[a];
-        std::vector<double> ih((size_t)bn), wp(2 * (size_t)bn), wr(3 * (size_t)bn);
-        std::vector<int64_t> pp(2 * (size_t)bn), pr(3 * (size_t)bn);
-        v[a].resize((size_t)bn);
-        heat_mg_box_axis(m, 0, a, v[a].data(), ih.data(), wp.data(), wr.data(), pp.data(),
-                         pr.data());
-    }
-    const uint8_t *cl = g->hcls0.empty() ? nullptr : g->hcls0.data();
-    heat_xsum_zero(ws);
-    for (int64_t k = 0; k < L->bn[2]; k++)
-        for (int64_t j = 0; j < L->bn[1]; j++)
-            for (int64_t i = 0; i < L->bn[0]; i++) {
-                const int64_t b[3] = {i, j, k};
-                bool held = false;
-                for (int a = 0; a < 3; a++)
-                    held = held || (b[a] == 0 && (L->gl[a] || L->ax[a].held[0])) ||
-                           (b[a] == L->bn[a] - 1 && (L->gh[a] || L->ax[a].held[1]));
-                if (held) continue;
-                const T vol = ((T)v[0][(size_t)i] * (T)v[1][(size_t)j]) * (T)v[2][(size_t)k];
-                const int64_t p = (k * L->bn[1] + j) * L->bn[0] + i;
-                const T rc = (T)m->rhoc[cl ? m->mat[cl[p]] : 0];
-                heat_xsum_add(ws, (double)(rc * vol) * (double)x[p]);
-            }
-    return HEAT_OK;
-}
-
 static int sop_norms(void *ctx, double *rmax, double *umax, double *wsum, heat_error *err)
 {
     cuda_mg *g = (cuda_mg *)ctx;
+    heat_xsum ws;
     int rc = level0_current(g, err);
-    if (!rc) rc = op_norms(ctx, rmax, umax, wsum, err);
+    if (!rc) rc = norms_pass(g, rmax, umax, &ws, err);
     if (rc) return rc;
     double v[2] = {*rmax, *umax};
     g->xchg.comm.reduce(g->xchg.comm.ctx, v, 2, 0);
     *rmax = v[0], *umax = v[1];
+    *wsum = 0;
     if (!g->m->singular) return HEAT_OK;
-    heat_xsum ws;
-    rc = g->is_float ? exact_wsum<float>(g, &ws, err) : exact_wsum<double>(g, &ws, err);
-    if (rc) return rc;
+    /* the ranks' exact sums (their nodes not held: ghosts are held on the
+     * GPU's views, as in the CPU's) merged exactly */
     double limbs[HEAT_XSUM_LIMBS + 1];
     heat_xsum_limbs_out(&ws, limbs);
     g->xchg.comm.reduce(g->xchg.comm.ctx, limbs, HEAT_XSUM_LIMBS + 1, 1);
@@ -1151,11 +1095,6 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
     heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
     int rc = heat_mg_build_part(c, &g->dist, clsw, clo, cn, k, &g->m, &g->tail, err);
-    /* level 0's classes, kept for a singular problem's exact weighted sum */
-    if (!rc && g->m->cls) {
-        const heat_mg_level *L0 = &g->m->lv[0];
-        g->hcls0.assign(cls0, cls0 + L0->points);
-    }
     heat_mg_xchg_clear(&g->xchg);
     /* the cycle's exchanges: GPU memory through page-locked buffers (the
      * build's, of host arrays, ran through plain ones, freed here) */

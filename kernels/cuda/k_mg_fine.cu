@@ -178,8 +178,11 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     T tc[7][VX];
     T cvz, cikm, cik;
     bool have;
-    unsigned long long rm, um, lo, hi;
-    double ws, sum;
+    unsigned long long rm, um;
+    /* a singular problem's sum of (rho c) V x (wsum; spills into gx) */
+    bool wsum;
+    heat_gx_win ws;
+    heat_gx *gx;
     /* The norms: the largest |r| of each node of the group since the
      * divisor rho c V last changed (its bits), folded into rm as
      * |r| / (rho c V) when it changes and at the end: division rounds
@@ -198,7 +201,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     int dl, dr;
 
     __device__ __forceinline__ mg_fine_group(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
-                                             int ig_, int j)
+                                             int ig_, int j, mg_norms *norms)
     {
         n0 = L.n[0];
         const int n1 = L.n[1];
@@ -218,8 +221,8 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
         up = c0 != T(0);
         cvz = cikm = cik = 0;
         have = false;
-        rm = um = hi = 0, lo = ~0ull;
-        ws = sum = 0;
+        rm = um = 0;
+        wsum = F.wsum != 0, gx = norms ? &norms->ws : nullptr;
 #pragma unroll
         for (int e = 0; e < VX; e++) rmx[e] = 0;
         kfs = rhoc = nullptr, nm = 0;
@@ -360,18 +363,12 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
         }
     }
 
-    /* The norms' field terms of a plane's group (a row in the grid). */
+    /* The norms' largest |u| over a plane's group (a row in the grid). */
     __device__ __forceinline__ void field(const hk_vec<T, VX> &cur)
     {
 #pragma unroll
         for (int e = 0; e < VX; e++)
-            if (ig + e < n0) {
-                const T c = cur.v[e];
-                um = max(um, abs_bits(c));
-                lo = min(lo, ordered((double)c));
-                hi = max(hi, ordered((double)c));
-                sum += (double)c;
-            }
+            if (ig + e < n0) um = max(um, abs_bits(cur.v[e]));
     }
 
     /* A sweep's weights c1 / diag with a mass term, diag = ts + dg as
@@ -415,7 +412,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
                 v.v[e] = r;
                 if (PASS == P_NORMS && act[e]) {
                     rmx[e] = max(rmx[e], abs_bits(r));
-                    ws += (double)tc[6][e] * (double)c;
+                    if (wsum) ws.add((double)tc[6][e] * (double)c, gx);
                 }
             }
         }
@@ -456,7 +453,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
                 if (PASS == P_NORMS && act[e]) {
                     const T rcv = rhoc[a] * tc[6][e]; /* rho c V */
                     rm = max(rm, abs_bits(r / rcv));
-                    ws += (double)rcv * (double)c;
+                    if (wsum) ws.add((double)rcv * (double)c, gx);
                 }
             }
         }
@@ -505,7 +502,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     __device__ __forceinline__ void flush(mg_norms *norms)
     {
         if (have) fold();
-        mg_norms_flush(norms, rm, um, ws, sum, lo, hi);
+        mg_norms_flush(norms, rm, um, ws, wsum);
     }
 };
 
@@ -534,7 +531,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     auto issue = [&](int k) {
         cp.issue(sm[slot(k)], x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz);
     };
-    mg_fine_group<T, PASS, DG, VX, MT> g(L, F, sweep, ig, j);
+    mg_fine_group<T, PASS, DG, VX, MT> g(L, F, sweep, ig, j, norms);
     /* MT: the face conductivities staged (a barrier before the first
      * keep reads them) */
     __shared__ T skf[MT ? MG_FINE_NMAT * MG_FINE_NMAT : 1];
@@ -629,7 +626,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         for (int q = a; q <= b && q <= k1; q++) issue(q);
         __pipeline_commit();
     };
-    mg_fine_group<T, PASS, DG, VX> g(L, F, sweep, ig, j);
+    mg_fine_group<T, PASS, DG, VX> g(L, F, sweep, ig, j, norms);
 
     /* the groups of the pairs at k0 .. k0 + G - 2 in flight */
     if (k0 < k1) {

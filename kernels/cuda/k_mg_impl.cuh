@@ -14,6 +14,7 @@ extern "C" {
 #include "mg.h"
 #include "xsum.h"
 }
+#include "xsum.cuh"
 
 #define MG_CUDA_CHECK(call) HEAT_CUDA_CHECK_AS("cuda multigrid", call)
 
@@ -136,12 +137,6 @@ static __device__ __forceinline__ double rhs_value(double c, double ac, double m
 /* What a pass of the stencil does at each node. */
 enum { P_SMOOTH, P_RESID, P_RHS, P_NORMS };
 
-/* A double's bits in the unsigned order of its value (negatives flipped). */
-static __device__ __forceinline__ unsigned long long ordered(double v)
-{
-    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-    return b >> 63 ? ~b : b | (1ull << 63);
-}
 static __device__ __forceinline__ int wrapm(int i, int n)
 {
     return i == 0 ? n - 1 : i - 1;
@@ -185,40 +180,28 @@ template <typename T> struct mgd_fine {
     T *keep;
     T ct;
     int nmat;
+    int wsum; /* a singular problem: the norms pass sums (rho c) V x (mg_norms::ws) */
 };
 
 struct mg_norms {
     unsigned long long rmax, umax; /* |values| as ordered bits (stencil.cuh's trick) */
     unsigned long long bmax;       /* the implicit right-hand side's, as rmax */
-    double wsum;
-    /* The field's smallest and largest value as ordered bits of any sign
-     * (ordered()), and its sum: history.csv's columns without a download. */
-    unsigned long long lo, hi;
-    double sum;
+    /* a singular problem's sum of (rho c) V x over the nodes not held,
+     * exact (xsum.cuh): the CPU backend's bits, for any split */
+    heat_gx ws;
 };
 
-/* The end of a norms pass: the block's largest |r| and |u| and, from each
- * warp's lane 0, the sums and the field's extremes, into `norms` (every
- * thread of the block calls it). lo stays ~0 where a warp saw no node. */
+/* The end of a norms pass: the block's largest |r| and |u| and, where the
+ * pass sums (with_ws, the same for the whole grid), its terms into
+ * `norms` (every thread of the block calls it). */
 static __device__ __forceinline__ void mg_norms_flush(mg_norms *norms, unsigned long long rm,
-                                                      unsigned long long um, double ws, double sum,
-                                                      unsigned long long lo, unsigned long long hi)
+                                                      unsigned long long um, heat_gx_win &ws,
+                                                      bool with_ws)
 {
     hk_block_max(rm, &norms->rmax);
     __syncthreads(); /* hk_block_max's shared slots, used again */
     hk_block_max(um, &norms->umax);
-    for (int o = 16; o > 0; o >>= 1) {
-        ws += __shfl_xor_sync(0xffffffffu, ws, o);
-        sum += __shfl_xor_sync(0xffffffffu, sum, o);
-        lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-        hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-    }
-    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    if ((tid & 31) == 0) {
-        if (ws != 0) atomicAdd(&norms->wsum, ws);
-        if (sum != 0) atomicAdd(&norms->sum, sum);
-        if (lo != ~0ull) atomicMin(&norms->lo, lo), atomicMax(&norms->hi, hi);
-    }
+    if (with_ws) heat_gx_flush(ws, &norms->ws);
 }
 
 /* ---- the state ------------------------------------------------------------------------- */
@@ -256,13 +239,11 @@ struct cuda_mg {
      * m->gather in gf/gd), tail the levels from m->gather on, whole, in
      * lf/ld; halos through host memory. */
     heat_mg *tail;
-    std::vector<uint8_t> hcls0; /* a general case's classes of level 0's box, x fastest */
     mgd_level<float> gf;
     mgd_level<double> gd;
     heat_mg_xchg xchg;
     heat_mg_dist dist;
     std::vector<char> hbox, hfull; /* level m->gather: a box and the whole level, on the host */
-    std::vector<double> hv0[3];    /* level 0's box's dual widths (a singular problem's sum) */
     int split_rc;                  /* the first failure of an exchange inside a cycle */
     heat_error split_err;
 };
