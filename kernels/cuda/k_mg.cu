@@ -107,6 +107,7 @@ __global__ void __launch_bounds__(256)
     const bool z0 = PASS == P_SMOOTH && zero && sweep == 0;
     unsigned long long rm = 0, um = 0, bm = 0;
     heat_gx_win ws;
+    if (PASS == P_NORMS && F.wsum) heat_gx_begin();
     if (in && k0 < k1) {
         const long long col = (long long)j * L.n[0] + i;
         T zm = z0 ? T(0) : x[col + (long long)wrapm(k0, n2) * sz];
@@ -138,7 +139,7 @@ __global__ void __launch_bounds__(256)
                     const T vol = (L.v[0][i] * L.v[1][j]) * L.v[2][k];
                     const T rc = F.rhoc[F.mtl ? F.mtl[p] : 0];
                     rm = max(rm, abs_bits(r / (rc * vol)));
-                    if (F.wsum) ws.add((double)(rc * vol) * (double)c, &norms->ws);
+                    if (F.wsum) ws.add((double)(rc * vol) * (double)c);
                 }
             }
             zm = c;

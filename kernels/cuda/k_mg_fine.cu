@@ -179,10 +179,9 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     T cvz, cikm, cik;
     bool have;
     unsigned long long rm, um;
-    /* a singular problem's sum of (rho c) V x (wsum; spills into gx) */
+    /* a singular problem's sum of (rho c) V x (wsum) */
     bool wsum;
     heat_gx_win ws;
-    heat_gx *gx;
     /* The norms: the largest |r| of each node of the group since the
      * divisor rho c V last changed (its bits), folded into rm as
      * |r| / (rho c V) when it changes and at the end: division rounds
@@ -201,7 +200,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     int dl, dr;
 
     __device__ __forceinline__ mg_fine_group(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
-                                             int ig_, int j, mg_norms *norms)
+                                             int ig_, int j)
     {
         n0 = L.n[0];
         const int n1 = L.n[1];
@@ -222,7 +221,8 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
         cvz = cikm = cik = 0;
         have = false;
         rm = um = 0;
-        wsum = F.wsum != 0, gx = norms ? &norms->ws : nullptr;
+        wsum = PASS == P_NORMS && F.wsum;
+        if (wsum) heat_gx_begin(); /* every thread, F.wsum the same for all */
 #pragma unroll
         for (int e = 0; e < VX; e++) rmx[e] = 0;
         kfs = rhoc = nullptr, nm = 0;
@@ -412,7 +412,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
                 v.v[e] = r;
                 if (PASS == P_NORMS && act[e]) {
                     rmx[e] = max(rmx[e], abs_bits(r));
-                    if (wsum) ws.add((double)tc[6][e] * (double)c, gx);
+                    if (wsum) ws.add((double)tc[6][e] * (double)c);
                 }
             }
         }
@@ -453,7 +453,7 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
                 if (PASS == P_NORMS && act[e]) {
                     const T rcv = rhoc[a] * tc[6][e]; /* rho c V */
                     rm = max(rm, abs_bits(r / rcv));
-                    if (wsum) ws.add((double)rcv * (double)c, gx);
+                    if (wsum) ws.add((double)rcv * (double)c);
                 }
             }
         }
@@ -531,7 +531,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     auto issue = [&](int k) {
         cp.issue(sm[slot(k)], x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz);
     };
-    mg_fine_group<T, PASS, DG, VX, MT> g(L, F, sweep, ig, j, norms);
+    mg_fine_group<T, PASS, DG, VX, MT> g(L, F, sweep, ig, j);
     /* MT: the face conductivities staged (a barrier before the first
      * keep reads them) */
     __shared__ T skf[MT ? MG_FINE_NMAT * MG_FINE_NMAT : 1];
@@ -626,7 +626,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         for (int q = a; q <= b && q <= k1; q++) issue(q);
         __pipeline_commit();
     };
-    mg_fine_group<T, PASS, DG, VX> g(L, F, sweep, ig, j, norms);
+    mg_fine_group<T, PASS, DG, VX> g(L, F, sweep, ig, j);
 
     /* the groups of the pairs at k0 .. k0 + G - 2 in flight */
     if (k0 < k1) {

@@ -13,9 +13,10 @@ extern "C" {
 /* Thread t adds terms t per .. t per + per - 1, in blocks of 256. */
 __global__ void xsum_kernel(const double *v, long long n, int per, heat_gx *g)
 {
+    heat_gx_begin();
     heat_gx_win w;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (long long i = t * per; i < n && i < (t + 1) * per; i++) w.add(v[i], g);
+    for (long long i = t * per; i < n && i < (t + 1) * per; i++) w.add(v[i]);
     heat_gx_flush(w, g);
 }
 

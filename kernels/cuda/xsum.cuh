@@ -4,12 +4,14 @@
  *
  * Each thread keeps a window of five 32-bit digits (in 64-bit registers)
  * around its terms' magnitude; a term adds its mantissa's three digits to
- * it, and one out of the window first spills the window into the sum. At
- * the end of a block (heat_gx_flush) the warps' windows are added into a
- * block sum in shared memory, which is carried and added to the device sum
- * `heat_gx` with integer atomics: integer additions are exact and
- * associative, so the order does not matter. The host reads the device sum
- * as a heat_xsum (heat_gx_read). Private to kernels/cuda. */
+ * it, and one out of the window first spills the window into the block's
+ * digits in shared memory. At the end of a block (heat_gx_flush) the warps'
+ * windows are added there too, and the block's digits, carried, into the
+ * device sum `heat_gx`, all with integer atomics: integer additions are
+ * exact and associative, so the order does not matter, and a limb of the
+ * device sum grows by less than 2^32 a block, so no count of blocks
+ * overflows it. The host reads the device sum as a heat_xsum
+ * (heat_gx_read). Private to kernels/cuda. */
 #ifndef HEAT_CUDA_XSUM_CUH
 #define HEAT_CUDA_XSUM_CUH
 
@@ -35,6 +37,23 @@ static inline void heat_gx_read(const heat_gx *g, heat_xsum *s)
 
 #define HEAT_GX_WIN 5
 
+/* The block's digits (one array a block, whoever asks). */
+static __device__ __forceinline__ long long *heat_gx_block()
+{
+    __shared__ long long bs[HEAT_XSUM_LIMBS];
+    return bs;
+}
+
+/* Zeroes the block's digits: every thread of the block, before any add. */
+static __device__ __forceinline__ void heat_gx_begin()
+{
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const int nt = blockDim.x * blockDim.y * blockDim.z;
+    long long *bs = heat_gx_block();
+    for (int i = tid; i < HEAT_XSUM_LIMBS; i += nt) bs[i] = 0;
+    __syncthreads();
+}
+
 /* A thread's window: digits base .. base + 4 (base < 0: empty). */
 struct heat_gx_win {
     int base;
@@ -47,12 +66,13 @@ struct heat_gx_win {
         for (int q = 0; q < HEAT_GX_WIN; q++) a[q] = 0;
     }
 
-    /* The window into the device sum (rare: a term outside it). */
-    __device__ __forceinline__ void spill(heat_gx *g)
+    /* The window into the block's digits (rare: a term outside it). */
+    __device__ __forceinline__ void spill()
     {
+        long long *bs = heat_gx_block();
 #pragma unroll
         for (int q = 0; q < HEAT_GX_WIN; q++) {
-            if (a[q] != 0) atomicAdd(&g->d[base + q], (unsigned long long)a[q]);
+            if (a[q] != 0) atomicAdd((unsigned long long *)&bs[base + q], (unsigned long long)a[q]);
             a[q] = 0;
         }
     }
@@ -61,7 +81,7 @@ struct heat_gx_win {
      * heat_xsum_add places it: three digits from limb at / 32. A subnormal
      * is m 2^-1074 with m below 2^52; any decomposition of a value carries
      * to the same digits. */
-    __device__ __forceinline__ void add(double v, heat_gx *g)
+    __device__ __forceinline__ void add(double v)
     {
         if (v == 0) return;
         const unsigned long long bits = (unsigned long long)__double_as_longlong(v);
@@ -79,7 +99,7 @@ struct heat_gx_win {
         if (bits >> 63) d0 = -d0, d1 = -d1, d2 = -d2;
         int off = limb - base;
         if (base < 0 || off < 0 || off > HEAT_GX_WIN - 3) {
-            if (base >= 0) spill(g);
+            if (base >= 0) spill();
             base = limb - 1; /* room for a term a digit lower or higher; limb >= 2 */
             off = 1;
         }
@@ -90,14 +110,14 @@ struct heat_gx_win {
 };
 
 /* The end of a block's terms (every thread of the block calls it, the
- * whole warps converged): the windows into the device sum. */
+ * whole warps converged; heat_gx_begin before the first): the windows and
+ * the block's digits into the device sum. */
 static __device__ __forceinline__ void heat_gx_flush(heat_gx_win &w, heat_gx *g)
 {
-    __shared__ long long bs[HEAT_XSUM_LIMBS];
     __shared__ int bad;
+    long long *bs = heat_gx_block();
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const int nt = blockDim.x * blockDim.y * blockDim.z;
-    for (int i = tid; i < HEAT_XSUM_LIMBS; i += nt) bs[i] = 0;
     if (tid == 0) bad = 0;
     __syncthreads();
     /* a warp whose windows share a base adds them by shuffles, one lane
@@ -120,8 +140,7 @@ static __device__ __forceinline__ void heat_gx_flush(heat_gx_win &w, heat_gx *g)
     if (__any_sync(0xffffffffu, w.bad) && (tid & 31) == 0) bad = 1;
     __syncthreads();
     if (tid == 0) {
-        /* carried, so that the device sum's limbs grow by less than 2^32 a
-         * block: any number of blocks fits */
+        /* carried: each limb below the last in [0, 2^32) */
         for (int i = 0; i < HEAT_XSUM_LIMBS - 1; i++) {
             const long long c = bs[i] >> 32;
             bs[i] -= c * (1ll << 32);
