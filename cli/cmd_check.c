@@ -210,6 +210,14 @@ static void print_output(const heat_case *c)
                c->output.dir, b1,
                c->output.every ? "every output.every steps" : "initial and final");
     }
+    const double limit = heat_io_file_limit();
+    if (limit >= 0 && field > limit) {
+        heat_cli_human_bytes(b2, sizeof b2, limit);
+        printf("note            a snapshot or checkpoint of %s%s is more than the file size limit "
+               "of %s (ulimit -f): every write would fail; raise the limit (ulimit -f unlimited) "
+               "or write smaller files (output.compress, solver.precision = \"float\")\n",
+               b1, c->output.compress ? " before compression" : "", b2);
+    }
     printf("checkpoints     ");
     if (c->output.checkpoint_every > 0)
         printf("every %lld steps, ", (long long)c->output.checkpoint_every);

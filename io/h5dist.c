@@ -166,13 +166,15 @@ static int write_box_collective(heat_h5dist *d, hid_t ds, hid_t mtype, const voi
     return rc;
 }
 
-/* Whether the file system of `tmp` has room for the file of m, uncompressed
- * (HEAT_ERUNTIME saying how much is missing): a collective write cannot meet
- * a full disk half-way, because HDF5 fails its collective calls on the
- * ranks that write (rank 0 writes the metadata; creating a dataset writes
- * its fill values) while the other ranks wait in them for ever. Checked by
- * rank 0 before the file is made; with compression the file may come out
- * smaller, so this may refuse a file that would have fitted, never hang. */
+/* Whether the file system of `tmp` has room for the file of m, uncompressed,
+ * and the file size limit allows it (HEAT_ERUNTIME saying how much is
+ * missing): a collective write cannot meet a full disk half-way, because
+ * HDF5 fails its collective calls on the ranks that write (rank 0 writes
+ * the metadata; creating a dataset writes its fill values) while the other
+ * ranks wait in them for ever. Checked by rank 0 before the file is made
+ * (its limit taken for every rank's); with compression the file may come
+ * out smaller, so this may refuse a file that would have fitted, never
+ * hang. */
 static int room_for(const char *path, const char *tmp, const heat_file_meta *m, heat_error *err)
 {
     char dir[HEAT_PATH_MAX + HEAT_NAME_MAX + 128];
@@ -180,9 +182,16 @@ static int room_for(const char *path, const char *tmp, const heat_file_meta *m, 
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
     const double free_b = heat_io_free_bytes(slash ? dir : ".");
-    const double points = (double)m->n[0] * (double)m->n[1] * (double)m->n[2];
-    const double need = points * (m->precision == HEAT_FLOAT ? 4.0 : 8.0) +
-                        (m->material ? points : 0.0) + (double)strlen(m->deck) + (256 << 10);
+    const size_t vs = m->precision == HEAT_FLOAT ? 4 : 8;
+    const double field = heat_h5_stored_bytes(m->n, vs); /* the material index: its chunks */
+    const double need =
+        field + (m->material ? field / (double)vs : 0.0) + (double)strlen(m->deck) + (256 << 10);
+    const double limit = heat_io_file_limit();
+    if (limit >= 0 && limit < need)
+        return heat_error_set(err, HEAT_ERUNTIME,
+                              "cannot write %s: %s (the file needs up to %.3g MB; the file size "
+                              "limit, ulimit -f, is %.3g MB)",
+                              path, strerror(EFBIG), need / 1e6, limit / 1e6);
     if (free_b < 0 || free_b >= need) return HEAT_OK; /* unknown: the write says why */
     return heat_error_set(err, HEAT_ERUNTIME,
                           "cannot write %s: %s (the file needs up to %.3g MB, %.3g MB are free)",

@@ -237,28 +237,49 @@ static int put_vtkhdf_attrs(hid_t g, const heat_file_meta *m)
     return 0;
 }
 
+/* At most k (>= 1) of n a chunk, in the fewest chunks, as equal as they
+ * come: HDF5 stores the last chunk whole, so a chunk of k where the last
+ * holds a few would pad the file by up to k - 1 (88 planes in chunks of 42
+ * were 126 stored; in chunks of 30, 90). */
+static hsize_t even_share(double k, int64_t n)
+{
+    if (k >= (double)n) return (hsize_t)n;
+    const int64_t kk = k < 1 ? 1 : (int64_t)k, chunks = (n + kk - 1) / kk;
+    return (hsize_t)((n + chunks - 1) / chunks);
+}
+
 /* Chunk shape (z, y, x) of about CHUNK_BYTES: whole planes where they fit,
- * else whole rows, else part of a row. */
+ * else whole rows, else part of a row; the split axis in equal shares. */
 void heat_h5_chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3])
 {
     const double target = (double)CHUNK_BYTES / (double)vs; /* values per chunk */
     const double row = (double)n[0], plane = (double)n[0] * (double)n[1];
     if (plane <= target) {
-        double k = floor(target / plane);
-        chunk[0] = (hsize_t)(k < (double)n[2] ? k : (double)n[2]);
+        chunk[0] = even_share(floor(target / plane), n[2]);
         chunk[1] = (hsize_t)n[1];
         chunk[2] = (hsize_t)n[0];
     } else if (row <= target) {
-        double k = floor(target / row);
         chunk[0] = 1;
-        chunk[1] = (hsize_t)(k < (double)n[1] ? k : (double)n[1]);
+        chunk[1] = even_share(floor(target / row), n[1]);
         chunk[2] = (hsize_t)n[0];
     } else {
         chunk[0] = chunk[1] = 1;
-        chunk[2] = (hsize_t)target;
+        chunk[2] = even_share(target, n[0]);
     }
     for (int i = 0; i < 3; i++)
         if (chunk[i] < 1) chunk[i] = 1;
+}
+
+double heat_h5_stored_bytes(const int64_t n[3], size_t vs)
+{
+    hsize_t chunk[3];
+    heat_h5_chunk_shape(n, vs, chunk);
+    double v = (double)vs;
+    for (int i = 0; i < 3; i++) { /* chunk (z, y, x), n (x, y, z) */
+        const double e = (double)n[2 - i], c = (double)chunk[i];
+        v *= ceil(e / c) * c;
+    }
+    return v;
 }
 
 /* The n-th file write of the process fails half-way when the environment

@@ -36,8 +36,13 @@ hid_t heat_h5_create_field(hid_t fid, const heat_file_meta *m, int compress);
 hid_t heat_h5_create_material(hid_t fid, const heat_file_meta *m, int compress);
 
 /* The field's chunk shape (z, y, x): whole planes where they fit in about
- * 4 MiB, else whole rows, else part of a row. */
+ * 4 MiB, else whole rows, else part of a row, the axis split into equal
+ * shares. */
 void heat_h5_chunk_shape(const int64_t n[3], size_t vs, hsize_t chunk[3]);
+
+/* The bytes a field of n[0] x n[1] x n[2] values of vs bytes takes in the
+ * file uncompressed: its chunks, whole (HDF5 stores the edge chunks whole). */
+double heat_h5_stored_bytes(const int64_t n[3], size_t vs);
 
 /* Whether every chunk of the field dataset `ds` is in its chunk index (which
  * has no checksum; HDF5 reads a chunk it cannot find as fill values); else

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -113,6 +114,13 @@ double heat_io_free_bytes(const char *dir)
         }
     }
     return (double)fs.f_bavail * (double)fs.f_frsize;
+}
+
+double heat_io_file_limit(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_FSIZE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return -1;
+    return (double)r.rlim_cur;
 }
 
 void heat_io_h5_start(void)

@@ -31,6 +31,11 @@ int heat_io_grow(void **array, size_t *cap, size_t need, size_t elem);
  * HEAT_TEST_FREE_BYTES=n in the environment makes it n, for the tests. */
 double heat_io_free_bytes(const char *dir);
 
+/* This process's file size limit in bytes (RLIMIT_FSIZE, ulimit -f; a write
+ * past it fails with EFBIG, heat ignoring SIGXFSZ), or -1 where there is
+ * none. */
+double heat_io_file_limit(void);
+
 /* Starts HDF5 with its exit handler off (see heat_io_h5_quiet). Called
  * before MPI_Init: a parallel HDF5 started after it ties its shutdown to
  * MPI_Finalize, which then crashes on a file whose close failed (a full

@@ -22,6 +22,10 @@ void heat_signals_install(void)
     sa.sa_flags = SA_RESETHAND; /* the second signal takes the default action */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* Past a file size limit (ulimit -f, a batch system's) a write fails
+     * with EFBIG, which the writers report as they report a full disk,
+     * instead of the signal ending the program in the middle of a file. */
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 int heat_signals_caught(void)

@@ -1,6 +1,7 @@
 /* SIGINT / SIGTERM: the first one asks the run to stop after the current
  * step (and write a checkpoint); a second one of the same kind ends the
- * program at once, as the user then clearly wants. */
+ * program at once, as the user then clearly wants. SIGXFSZ is ignored: a
+ * write past a file size limit fails as on a full disk. */
 #ifndef HEAT_SIGNALS_H
 #define HEAT_SIGNALS_H
 

@@ -15,7 +15,8 @@ TEST is one of:
             uninterrupted one;
   fail      an injected write error on rank 1 (collective and gathered files):
             every rank ends with exit 1, the error named once with its rank, no
-            temporary file left, earlier files intact; a full disk; and one of 3
+            temporary file left, earlier files intact; a full disk; a file
+            size limit (ulimit -f) below a file's size; and one of 3
             ranks SIGKILLed while it checkpoints: the run ends (no hang), the
             launcher says a rank was killed, every file under its final name
             is whole, and --restart latest goes on to the same bits;
@@ -46,6 +47,7 @@ status 0 when all holds, 1 with the reason otherwise. Needs h5py and numpy.
 """
 
 import argparse
+import errno
 import os
 import re
 import shutil
@@ -523,7 +525,57 @@ def test_fail(env):
         if any(n.endswith(".tmp") or n.endswith(".vtkhdf") for n in files):
             raise Failure("fail (full disk): no file should be left: %s" % files)
         log("a disk too full for a collective file: every rank exit 1, '%s'" % msgs[0])
+    file_size_limit(env)
     kill_one_rank(env)
+
+
+def file_size_limit(env):
+    """A write past the file size limit (ulimit -f, as batch systems set it;
+    to the writing rank what a full disk is): every rank ends with exit 1,
+    the file named once with the reason, no temporary file, the checkpoint
+    before intact. A collective file is refused before it is made: a
+    collective write cannot fail half-way without a hang."""
+    import resource
+    limit = 8 << 20  # the launcher's own files (PMIx) need a few MB
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    deck = env.write("fz.cfg", DECK3 % {"name": "fz"})
+    for io in ("aggregated", "collective"):
+        out = fresh(env, "fz_" + io)
+        sets = ["grid.points=[128, 96, 88]",  # files of about 12 MB
+                "parallel.io=\"%s\"" % io, "parallel.ranks=[1,3,1]"]
+        text = env.run(3, deck, out, sets + ["time.max_steps=16"],
+                       expect=(0, 2) if io == "collective" else 0)
+        if "needs a parallel HDF5" in text:
+            log("file size limit: collective files not available in this build (serial HDF5)")
+            continue
+        c = env.cmd(3, deck, out, sets + ["time.max_steps=40"], ["--restart", "latest"])
+        p = subprocess.run(c, cwd=env.work, env=env.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=300,
+                           preexec_fn=limited)
+        msgs = [l for l in p.stdout.splitlines() if l.startswith("heat: ")]
+        if p.returncode != 1 or len(msgs) != 1 or "fz_00000020.vtkhdf" not in msgs[0] or \
+                os.strerror(errno.EFBIG) not in msgs[0]:
+            raise Failure("file size limit (%s files): expected exit status 1 and one message "
+                          "naming fz_00000020.vtkhdf and '%s', got %d:\n%s"
+                          % (io, os.strerror(errno.EFBIG), p.returncode, p.stdout))
+        d = os.path.join(env.work, out)
+        files = sorted(os.listdir(d))
+        if any(n.endswith(".tmp") for n in files) or "fz_00000020.vtkhdf" in files:
+            raise Failure("file size limit (%s files): a temporary or partial file was left: %s"
+                          % (io, files))
+        ckpt = os.path.join(d, "fz_ckpt_00000016.vtkhdf")
+        if read_field(ckpt)[1] != 16:
+            raise Failure("file size limit (%s files): %s is not step 16" % (io, ckpt))
+        info = subprocess.run([env.heat, "info", ckpt], env=env.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+        if info.returncode != 0:
+            raise Failure("file size limit: heat info %s: exit status %d\n%s"
+                          % (ckpt, info.returncode, info.stdout))
+        log("a file size limit below the file (%s files): every rank exit 1, '%s'; the "
+            "checkpoint before it whole" % (io, msgs[0]))
 
 
 def kill_one_rank(env):

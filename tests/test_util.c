@@ -86,7 +86,8 @@ int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_
         if (cwd && chdir(cwd) != 0) _exit(126);
         if (max_file_bytes >= 0) {
             struct rlimit lim = {(rlim_t)max_file_bytes, (rlim_t)max_file_bytes};
-            signal(SIGXFSZ, SIG_IGN); /* stays ignored across exec */
+            /* SIGXFSZ as the shell leaves it: heat ignores it itself */
+            signal(SIGXFSZ, SIG_DFL);
             if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(126);
         }
         int nul = open("/dev/null", O_RDONLY);

@@ -20,8 +20,9 @@ void test_remove_tree(const char *path);
 int test_run_heat(const char *cwd, const char *const *argv, char **out, char **err);
 
 /* As test_run_heat, with the size of any file the program writes limited to
- * `max_file_bytes` (RLIMIT_FSIZE; SIGXFSZ ignored, so that a write past it
- * fails with EFBIG as on a full disk); a negative limit sets none. */
+ * `max_file_bytes` (RLIMIT_FSIZE: a write past it fails with EFBIG as on a
+ * full disk, heat ignoring SIGXFSZ; the test leaves the signal's default
+ * action); a negative limit sets none. */
 int test_run_heat_fsize(const char *cwd, const char *const *argv, long max_file_bytes, char **out,
                         char **err);
 
