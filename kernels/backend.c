@@ -245,7 +245,7 @@ int64_t heat_backend_held_values(const heat_case *c, const heat_part *part)
     }
     if (!gpu) return c->d.points;
     const int64_t *n = c->grid.n;
-    if (heat_case_multigrid(c)) return n[0] * heat_mg_gpu_rows(n, vs) * n[2];
+    if (heat_case_multigrid(c)) return heat_mg_gpu_row_pitch(n) * heat_mg_gpu_rows(n, vs) * n[2];
     return heat_gpu_row_pitch(n[0], vs) * n[1] * n[2];
 }
 

@@ -292,9 +292,10 @@ void heat_mg_free(heat_mg *m);
  * finest level's two fields excluded): for memory checks and notices. */
 double heat_mg_bytes(const heat_mg *m, int vs);
 
-/* As heat_mg_bytes with the finest level's arrays in planes of rows0 rows
- * (heat_mg_gpu_rows; its box's n[1] for none). */
-double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rows0);
+/* As heat_mg_bytes with the finest level's arrays in rows of rp0 values
+ * and planes of rows0 rows (heat_mg_gpu_row_pitch, heat_mg_gpu_rows; its
+ * box's n[0] and n[1] for none). */
+double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rp0, int64_t rows0);
 
 /* The rows a plane of the finest level's arrays holds on the GPU (the CUDA
  * backend's field buffers of a multigrid case, which are that level,
@@ -307,6 +308,13 @@ double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rows0);
  * "padded planes"). HEAT_CUDA_MG_PAD=r pads r rows in every 3D grid
  * instead (0: none), for comparing and for the tests. */
 int64_t heat_mg_gpu_rows(const int64_t n[3], size_t vs);
+
+/* The values a row of the finest level's arrays holds on the GPU (as
+ * heat_mg_gpu_rows): n[0] rounded up to a multiple of 4, so that the finest
+ * sweeps take their rows in 16-byte groups in float and in double (a row
+ * of single values costs up to 30% of a cycle, docs/PERFORMANCE.md);
+ * HEAT_CUDA_MG_ROWS=packed keeps n[0], for comparing and for the tests. */
+int64_t heat_mg_gpu_row_pitch(const int64_t n[3]);
 
 /* Whether c's hierarchy interpolates by the conductivities, weights per node
  * (heat_mg.opdep): where its materials' conductivities differ (else the

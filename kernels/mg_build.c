@@ -856,14 +856,21 @@ static double hierarchy_bytes(const heat_mg *m, int implicit, int has_b0, int ha
 
 double heat_mg_bytes(const heat_mg *m, int vs)
 {
-    return heat_mg_bytes_rows(m, vs, m->lv[0].bn[1]);
+    return heat_mg_bytes_rows(m, vs, m->lv[0].bn[0], m->lv[0].bn[1]);
 }
 
-double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rows0)
+double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rp0, int64_t rows0)
 {
     const heat_mg_level *L0 = &m->lv[0];
     return hierarchy_bytes(m, m->implicit, m->b0 != NULL, m->dg0 != NULL, m->opdep, m->nc, vs,
-                           (double)L0->points / (double)L0->bn[1] * (double)rows0);
+                           (double)rp0 * (double)rows0 * (double)L0->bn[2]);
+}
+
+int64_t heat_mg_gpu_row_pitch(const int64_t n[3])
+{
+    const char *e = getenv("HEAT_CUDA_MG_ROWS");
+    if (e && strcmp(e, "packed") == 0) return n[0];
+    return (n[0] + 3) / 4 * 4;
 }
 
 int64_t heat_mg_gpu_rows(const int64_t n[3], size_t vs)
@@ -903,7 +910,8 @@ int heat_mg_plan(const heat_case *c, int *levels, double *bytes, heat_error *err
     *levels = m->levels;
     const size_t vs = heat_case_value_size(c);
     const double fine = c->solver.backend == HEAT_BACKEND_CUDA
-                            ? (double)c->grid.n[0] * heat_mg_gpu_rows(c->grid.n, vs) * c->grid.n[2]
+                            ? (double)heat_mg_gpu_row_pitch(c->grid.n) *
+                                  (double)heat_mg_gpu_rows(c->grid.n, vs) * (double)c->grid.n[2]
                             : (double)m->lv[0].points;
     *bytes = hierarchy_bytes(m, heat_case_implicit(c), need_b, need_d, heat_mg_opdep(c),
                              unknowns(&m->lv[m->levels - 1]), (int)vs, fine);

@@ -190,14 +190,16 @@ static void compare(const test_sets *sets, int calls, int steps, const char *wha
 static void test_steady_cycles(void **state)
 {
     (void)state;
-    /* 3D with rows of an odd length (one node a thread on the finest
-     * level), 2D with rows of a multiple of 4 (groups of 16 bytes), 3D
-     * with such rows, x periodic, and fewer rows than a tile has, the same
-     * with rows of an odd length (the wrap inside a tile), rows shorter
-     * than a group of floats, and a grid small enough to be the coarsest
-     * level itself (solved directly, its planes padded under
-     * test_padded_planes) */
-    static const char *const shapes[6][3] = {
+    /* 3D with rows of an odd length (padded to whole groups on the finest
+     * level; one node a thread under test_packed_rows), 2D with rows of a
+     * multiple of 4 (groups of 16 bytes), 3D with such rows, x periodic,
+     * and fewer rows than a tile has, the same with rows of an odd length
+     * (the wrap inside a tile), rows shorter than a group of floats, a grid
+     * small enough to be the coarsest level itself (solved directly, its
+     * planes padded under test_padded_planes), and rows of several tiles,
+     * odd and of 2 mod 4 values (the last group of floats part of a group,
+     * of doubles a whole one, before the padding), x periodic too */
+    static const char *const shapes[8][3] = {
         {"grid.points=[37, 29, 21]"},
         {"grid.points=[100, 65, 1]"},
         {"grid.points=[48, 7, 33]", "boundary.x_lo={type=\"periodic\";}",
@@ -205,9 +207,12 @@ static void test_steady_cycles(void **state)
         {"grid.points=[45, 9, 17]", "boundary.x_lo={type=\"periodic\";}",
          "boundary.x_hi={type=\"periodic\";}"},
         {"grid.points=[6, 35, 19]"},
-        {"grid.points=[9, 7, 5]"}};
+        {"grid.points=[9, 7, 5]"},
+        {"grid.points=[131, 9, 7]"},
+        {"grid.points=[130, 9, 7]", "boundary.x_lo={type=\"periodic\";}",
+         "boundary.x_hi={type=\"periodic\";}"}};
     for (int p = 0; p < 2; p++)
-        for (int sh = 0; sh < 6; sh++) {
+        for (int sh = 0; sh < 8; sh++) {
             test_sets s = {0};
             test_sets_add(&s, "solver.precision=\"%s\"", p ? "float" : "double");
             for (int i = 0; i < 3 && shapes[sh][i]; i++) test_sets_add(&s, "%s", shapes[sh][i]);
@@ -396,6 +401,19 @@ static void test_exact_sum(void **state)
     free(v);
 }
 
+/* The steady cycles, implicit steps, materials and a singular problem again
+ * with the finest level's rows packed (HEAT_CUDA_MG_ROWS=packed: rows of an
+ * odd length one node a thread, as the split runs' own level 0). */
+static void test_packed_rows(void **state)
+{
+    assert_int_equal(setenv("HEAT_CUDA_MG_ROWS", "packed", 1), 0);
+    test_steady_cycles(state);
+    test_implicit_steps(state);
+    test_materials(state);
+    test_singular(state);
+    unsetenv("HEAT_CUDA_MG_ROWS");
+}
+
 /* Every case above again with the finest level's planes padded by 3 rows
  * (in 3D: the field's buffers, the level's arrays, the upload, download and
  * probes), as grids whose planes are 2 MiB get them (heat_mg_gpu_rows,
@@ -418,7 +436,8 @@ int main(void)
         cmocka_unit_test(test_steady_cycles), cmocka_unit_test(test_implicit_steps),
         cmocka_unit_test(test_materials),     cmocka_unit_test(test_materials_point),
         cmocka_unit_test(test_exact_sum),     cmocka_unit_test(test_singular),
-        cmocka_unit_test(test_padded_planes), cmocka_unit_test(test_pair_forced),
+        cmocka_unit_test(test_padded_planes), cmocka_unit_test(test_packed_rows),
+        cmocka_unit_test(test_pair_forced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,8 +48,10 @@ typedef struct cuda_state {
      * `plane` = nx ny values `pitch` values apart, `planes` of them, so
      * `held` bytes each. rp rounds nx up to 16 bytes, so that every row
      * starts on a 16-byte boundary and the kernels' vector loads serve every
-     * grid (heat_gpu_row_pitch; pitch = rp ny); a multigrid case keeps rp = nx and
-     * pads its planes instead (heat_mg_gpu_rows). What lies between rows and
+     * grid (heat_gpu_row_pitch; pitch = rp ny); a multigrid case rounds nx
+     * up to 4 values in either precision (heat_mg_gpu_row_pitch, so that
+     * mixed precision keeps one layout) and may pad its planes by rows too
+     * (heat_mg_gpu_rows: pitch = rp rows). What lies between rows and
      * planes starts as zeros and is never read for a node (the fused passes
      * store a row's last group whole, padding and all). */
     long long nx, rp, plane, pitch, planes;
@@ -374,10 +376,25 @@ static cudaError_t copy_layout(const cuda_state *s, size_t vs, void *dst, const 
                                cudaMemcpyKind kind)
 {
     const bool to_dev = kind == cudaMemcpyHostToDevice;
-    if (s->rp != s->nx) { /* padded rows (then pitch = rp ny) */
+    const size_t ny = (size_t)(s->plane / s->nx);
+    if (s->rp != s->nx && (size_t)s->pitch == (size_t)s->rp * ny) { /* padded rows */
         const size_t hb = (size_t)s->nx * vs, db = (size_t)s->rp * vs;
-        const size_t rows = (size_t)(s->plane / s->nx) * (size_t)s->planes;
+        const size_t rows = ny * (size_t)s->planes;
         return cudaMemcpy2D(dst, to_dev ? db : hb, src, to_dev ? hb : db, hb, rows, kind);
+    }
+    if (s->rp != s->nx) { /* padded rows and planes (multigrid) */
+        const size_t hb = (size_t)s->nx * vs;
+        const cudaPitchedPtr dev =
+            make_cudaPitchedPtr(to_dev ? dst : const_cast<void *>(src), (size_t)s->rp * vs, hb,
+                                (size_t)(s->pitch / s->rp));
+        const cudaPitchedPtr host =
+            make_cudaPitchedPtr(to_dev ? const_cast<void *>(src) : dst, hb, hb, ny);
+        cudaMemcpy3DParms p = {};
+        p.srcPtr = to_dev ? host : dev;
+        p.dstPtr = to_dev ? dev : host;
+        p.extent = make_cudaExtent(hb, ny, (size_t)s->planes);
+        p.kind = kind;
+        return cudaMemcpy3D(&p);
     }
     const size_t pb = (size_t)s->plane * vs, db = (size_t)s->pitch * vs;
     if (s->pitch == s->plane) return cudaMemcpy(dst, src, pb * (size_t)s->planes, kind);
@@ -560,7 +577,7 @@ static int cuda_mg_setup(heat_backend *b, heat_error *err)
     s->mg = nullptr;
     if (b->c->d.general && !s->h_cls)
         return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: no material classes");
-    return heat_cuda_mg_create(b->c, s->u, s->v, s->pitch / b->c->grid.n[0], s->stream, s->h_cls,
+    return heat_cuda_mg_create(b->c, s->u, s->v, s->rp, s->pitch / s->rp, s->stream, s->h_cls,
                                s->h_cls ? &s->h_k : nullptr, &s->mg, err);
 }
 
@@ -732,12 +749,14 @@ extern "C" int heat_cuda_backend_create(const heat_case *c, heat_backend **out, 
 
     const size_t vs = heat_case_value_size(c);
     const size_t bytes = (size_t)c->d.points * vs;
-    /* a multigrid case's field is its finest level: planes padded; the
+    /* a multigrid case's field is its finest level: its rows and planes
+     * padded as the level's (heat_mg_gpu_row_pitch, heat_mg_gpu_rows); the
      * others' rows */
     const long long nx = c->grid.n[0], plane = nx * c->grid.n[1];
-    const long long rp = heat_case_multigrid(c) ? nx : heat_gpu_row_pitch(nx, vs);
+    const long long rp =
+        heat_case_multigrid(c) ? heat_mg_gpu_row_pitch(c->grid.n) : heat_gpu_row_pitch(nx, vs);
     const long long pitch =
-        heat_case_multigrid(c) ? nx * heat_mg_gpu_rows(c->grid.n, vs) : rp * c->grid.n[1];
+        heat_case_multigrid(c) ? rp * heat_mg_gpu_rows(c->grid.n, vs) : rp * c->grid.n[1];
     const size_t held = (size_t)c->grid.n[2] * (size_t)pitch * vs;
     int dev = 0;
     HEAT_CUDA_CHECK(cudaGetDevice(&dev));

@@ -14,13 +14,15 @@ extern "C" {
 typedef struct cuda_mg cuda_mg;
 
 /* The hierarchy of the case over the field's two device buffers u (the
- * field) and v, their planes `rows` rows apart (heat_mg_gpu_rows),
+ * field) and v, their rows rp values apart (heat_mg_gpu_row_pitch) and
+ * their planes `rows` rows apart (heat_mg_gpu_rows),
  * its kernels on `stream`; cls and k: the classes of the grid on the host
  * and their tables (NULL for a case that is not general). HEAT_EINPUT for
  * a singular problem that does not balance (mg.h), HEAT_ERUNTIME when
  * memory is short or a CUDA call fails. */
-int heat_cuda_mg_create(const heat_case *c, void *u, void *v, int64_t rows, cudaStream_t stream,
-                        const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err);
+int heat_cuda_mg_create(const heat_case *c, void *u, void *v, int64_t rp, int64_t rows,
+                        cudaStream_t stream, const uint8_t *cls, const heat_coeffs *k,
+                        cuda_mg **out, heat_error *err);
 
 /* As heat_cuda_mg_create for one rank's part of a split grid (kernels/mg.h:
  * a hierarchy split over ranks); the level 0 buffers are its own

@@ -57,7 +57,7 @@ __device__ __forceinline__ T point_resid(const mgd_level<T> &L, const mgd_fine<T
     const int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
     const int im = wrapm(i, n0), ip = wrapp(i, n0), jm = wrapm(j, n1), jp = wrapp(j, n1);
     const int km = wrapm(k, n2);
-    const long long sy = n0, sz = mg_plane(L);
+    const long long sy = L.rp, sz = mg_plane(L);
     const long long q0 = p + (im - i), q1 = p + (ip - i), q2 = p + (jm - j) * sy,
                     q3 = p + (jp - j) * sy, q4 = p + (km - k) * sz;
     T t[6], nb[6];
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(256)
     heat_gx_win ws;
     if (PASS == P_NORMS && F.wsum) heat_gx_begin();
     if (in && k0 < k1) {
-        const long long col = (long long)j * L.n[0] + i;
+        const long long col = (long long)j * L.rp + i;
         T zm = z0 ? T(0) : x[col + (long long)wrapm(k0, n2) * sz];
         T c = z0 ? T(0) : x[col + (long long)k0 * sz];
         for (int k = k0; k < k1; k++) {
@@ -178,7 +178,7 @@ __device__ __forceinline__ void transfer_wq(const mgd_level<T> &F, const mgd_lev
                         T w = C.wr[2][3 * k + tz] * (C.wr[1][3 * j + ty] * C.wr[0][3 * i + tx]);
                         if (w == T(0)) continue;
                         const long long f = C.pr[2][3 * k + tz] * fsz +
-                                            (long long)C.pr[1][3 * j + ty] * F.n[0] +
+                                            (long long)C.pr[1][3 * j + ty] * F.rp +
                                             C.pr[0][3 * i + tx];
                         const T wx = tx ? wq_low<T>(F.wq[0][f]) : wq_high<T>(F.wq[0][f]);
                         const T wy = ty ? wq_low<T>(F.wq[1][f]) : wq_high<T>(F.wq[1][f]);
@@ -187,9 +187,9 @@ __device__ __forceinline__ void transfer_wq(const mgd_level<T> &F, const mgd_lev
                         if (w == T(0)) continue;
                         s = s + w * F.x1[f];
                     }
-            C.b[(long long)k * csz + (long long)j * C.n[0] + i] = s;
+            C.b[(long long)k * csz + (long long)j * C.rp + i] = s;
         } else {
-            const long long p = (long long)k * fsz + (long long)j * F.n[0] + i;
+            const long long p = (long long)k * fsz + (long long)j * F.rp + i;
             T wa[3][2];
             for (int d = 0; d < 3; d++) {
                 const unsigned q = F.wq[d][p];
@@ -201,7 +201,7 @@ __device__ __forceinline__ void transfer_wq(const mgd_level<T> &F, const mgd_lev
                         const T w = wa[2][cz] * (wa[1][cy] * wa[0][cx]);
                         if (w == T(0)) continue;
                         const long long c = F.pp[2][2 * k + cz] * csz +
-                                            (long long)F.pp[1][2 * j + cy] * C.n[0] +
+                                            (long long)F.pp[1][2 * j + cy] * C.rp +
                                             F.pp[0][2 * i + cx];
                         s = s + w * C.x0[c];
                     }
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int tx = 0; tx < TAPS; tx++) {
             wxy[TAPS * ty + tx] = wt[1][TAPS * j + ty] * wt[0][TAPS * i + tx];
-            oxy[TAPS * ty + tx] = (long long)pt[1][TAPS * j + ty] * S.n[0] + pt[0][TAPS * i + tx];
+            oxy[TAPS * ty + tx] = (long long)pt[1][TAPS * j + ty] * S.rp + pt[0][TAPS * i + tx];
         }
     const long long ssz = mg_plane(S);
     const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, W.n[2]);
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(256)
                 s = s + w * pl[oxy[t]];
             }
         }
-        const long long p = (long long)k * mg_plane(W) + (long long)j * W.n[0] + i;
+        const long long p = (long long)k * mg_plane(W) + (long long)j * W.rp + i;
         if (RESTRICT)
             C.b[p] = s;
         else
@@ -277,12 +277,14 @@ __global__ void mg_coarse_kernel(T *x, const T *rhs, const T *cinv_t, const int 
     x[cidx[r]] = add ? x[cidx[r]] + s : s;
 }
 
-/* The finest level's nodes by planes: node i of a plane of pn (blocks
- * along x), planes sz apart (blocks along y, striding by the grid). */
-template <typename T> __global__ void mg_shift_kernel(T *x, long long pn, long long sz, int n2, T d)
+/* The finest level's nodes by planes: value i of a plane of pn (blocks
+ * along x; rows of rp values of which the first n0 are nodes), planes sz
+ * apart (blocks along y, striding by the grid). */
+template <typename T>
+__global__ void mg_shift_kernel(T *x, long long pn, int n0, int rp, long long sz, int n2, T d)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= pn) return;
+    if (i >= pn || i % rp >= n0) return;
     for (int k = blockIdx.y; k < n2; k += gridDim.y) {
         T *q = x + (long long)k * sz + i;
         *q = *q + d;
@@ -290,12 +292,12 @@ template <typename T> __global__ void mg_shift_kernel(T *x, long long pn, long l
 }
 
 template <typename T>
-__global__ void mg_dudt_kernel(const T *x, const T *keep, long long pn, long long sz, int n2,
-                               unsigned long long *out)
+__global__ void mg_dudt_kernel(const T *x, const T *keep, long long pn, int n0, int rp,
+                               long long sz, int n2, unsigned long long *out)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long m = 0;
-    if (i < pn)
+    if (i < pn && i % rp < n0)
         for (int k = blockIdx.y; k < n2; k += gridDim.y) {
             const long long p = (long long)k * sz + i;
             m = max(m,
@@ -354,10 +356,10 @@ static unsigned blocks_of(long long n, int threads)
 }
 
 /* The grid of mg_shift_kernel and mg_dudt_kernel over level L (blocks of
- * 256 threads); its plane's nodes. */
+ * 256 threads); its plane's values, rows included. */
 template <typename T> static dim3 plane_grid(const mgd_level<T> &L, long long *pn)
 {
-    *pn = (long long)L.n[0] * L.n[1];
+    *pn = (long long)L.rp * L.n[1];
     return dim3(blocks_of(*pn, 256), (unsigned)std::min(L.n[2], 65535));
 }
 
@@ -520,12 +522,12 @@ static int op_shift(void *ctx, double delta, heat_error *err)
     long long pn = 0;
     if (g->is_float) {
         const mgd_level<float> &L = g->lf[0];
-        mg_shift_kernel<float><<<plane_grid(L, &pn), 256, 0, g->stream>>>(L.x0, pn, mg_plane(L),
-                                                                          L.n[2], (float)delta);
+        mg_shift_kernel<float><<<plane_grid(L, &pn), 256, 0, g->stream>>>(
+            L.x0, pn, L.n[0], L.rp, mg_plane(L), L.n[2], (float)delta);
     } else {
         const mgd_level<double> &L = g->ld[0];
-        mg_shift_kernel<double>
-            <<<plane_grid(L, &pn), 256, 0, g->stream>>>(L.x0, pn, mg_plane(L), L.n[2], delta);
+        mg_shift_kernel<double><<<plane_grid(L, &pn), 256, 0, g->stream>>>(
+            L.x0, pn, L.n[0], L.rp, mg_plane(L), L.n[2], delta);
     }
     note_launch(g);
     return heat_cuda_mg_finish(g, err);
@@ -559,11 +561,11 @@ static int op_dudt(void *ctx, double *m, heat_error *err)
     if (g->is_float) {
         const mgd_level<float> &L = g->lf[0];
         mg_dudt_kernel<float><<<plane_grid(L, &pn), 256, 0, g->stream>>>(
-            L.x0, g->ff.keep, pn, mg_plane(L), L.n[2], g->d_max);
+            L.x0, g->ff.keep, pn, L.n[0], L.rp, mg_plane(L), L.n[2], g->d_max);
     } else {
         const mgd_level<double> &L = g->ld[0];
         mg_dudt_kernel<double><<<plane_grid(L, &pn), 256, 0, g->stream>>>(
-            L.x0, g->fd.keep, pn, mg_plane(L), L.n[2], g->d_max);
+            L.x0, g->fd.keep, pn, L.n[0], L.rp, mg_plane(L), L.n[2], g->d_max);
     }
     note_launch(g);
     MG_CUDA_CHECK(
@@ -607,19 +609,22 @@ static int dev_values(cuda_mg *g, const double *src, int64_t n, const T **out, h
     return HEAT_OK;
 }
 
-/* As dev_values for values per node of the level of n nodes whose planes
- * are sz apart (the finest: mg_plane), laid out so: zeros between the
- * planes. D the device's type (the precision, or bytes), S the host's. */
+/* As dev_values for values per node of the level of n nodes whose rows
+ * are rp and planes sz apart (the finest: its row pitch and mg_plane),
+ * laid out so: zeros between the rows and the planes. D the device's type
+ * (the precision, or bytes), S the host's. */
 template <typename D, typename S>
-static int dev_planes(cuda_mg *g, const int n[3], long long sz, const S *src, const D **out,
+static int dev_planes(cuda_mg *g, const int n[3], int rp, long long sz, const S *src, const D **out,
                       heat_error *err)
 {
     *out = nullptr;
     if (!src) return HEAT_OK;
-    const int64_t pn = (int64_t)n[0] * n[1], count = (int64_t)n[2] * sz;
+    const int64_t count = (int64_t)n[2] * sz;
     std::vector<D> h((size_t)count, D(0));
     for (int64_t k = 0; k < n[2]; k++)
-        for (int64_t i = 0; i < pn; i++) h[(size_t)(k * sz + i)] = (D)src[k * pn + i];
+        for (int64_t j = 0; j < n[1]; j++)
+            for (int64_t i = 0; i < n[0]; i++)
+                h[(size_t)(k * sz + j * rp + i)] = (D)src[(k * n[1] + j) * n[0] + i];
     void *p = nullptr;
     MG_CUDA_CHECK(cudaMalloc(&p, (size_t)count * sizeof(D)));
     g->owned.push_back(p);
@@ -683,8 +688,9 @@ static int upload_level(cuda_mg *g, const heat_mg *m, int l, void *u, void *v, m
     for (int s = 0; s < 2 * HEAT_MG_SWEEPS; s++)
         V.cheb[s][0] = (T)L->cheb[s][0], V.cheb[s][1] = (T)L->cheb[s][1];
     V.rows = l == 0 && u ? g->rows0 : V.n[1];
+    V.rp = l == 0 && u ? g->rp0 : V.n[0];
     for (int a = 0; a < 3 && !rc; a++)
-        rc = dev_planes<unsigned short>(g, V.n, mg_plane(V), L->wq[a], &V.wq[a], err);
+        rc = dev_planes<unsigned short>(g, V.n, V.rp, mg_plane(V), L->wq[a], &V.wq[a], err);
     if (rc) return rc;
     if (l == 0 && u) {
         V.x0 = (T *)u, V.x1 = (T *)v;
@@ -723,8 +729,8 @@ static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *
     rc = dev_values<T>(g, m->kf, (int64_t)m->nmat * m->nmat, &F.kf, err);
     if (!rc) rc = dev_values<T>(g, rhoc.data(), m->nmat, &F.rhoc, err);
     if (!rc) rc = dev_values<T>(g, mdt.data(), m->nmat, &F.mdt, err);
-    if (!rc) rc = dev_planes<T>(g, L[0].n, mg_plane(L[0]), m->dg0, &F.dg0, err);
-    if (!rc) rc = dev_planes<T>(g, L[0].n, mg_plane(L[0]), m->b0, &F.b0, err);
+    if (!rc) rc = dev_planes<T>(g, L[0].n, L[0].rp, mg_plane(L[0]), m->dg0, &F.dg0, err);
+    if (!rc) rc = dev_planes<T>(g, L[0].n, L[0].rp, mg_plane(L[0]), m->b0, &F.b0, err);
     if (!rc && m->implicit) rc = dev_zeros<T>(g, np, &F.keep, err);
     if (!rc && m->cls) {
         /* each node's material, looked up here once rather than by every
@@ -732,7 +738,7 @@ static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *
         const int64_t pts = (int64_t)L[0].n[0] * L[0].n[1] * L[0].n[2];
         std::vector<unsigned char> mtl((size_t)pts);
         for (int64_t i = 0; i < pts; i++) mtl[(size_t)i] = m->mat[cls[i]];
-        rc = dev_planes<unsigned char>(g, L[0].n, mg_plane(L[0]), mtl.data(), &F.mtl, err);
+        rc = dev_planes<unsigned char>(g, L[0].n, L[0].rp, mg_plane(L[0]), mtl.data(), &F.mtl, err);
     }
     if (rc) return rc;
     if (m->implicit) {
@@ -750,7 +756,8 @@ static int upload(cuda_mg *g, void *u, void *v, const uint8_t *cls, heat_error *
     const int64_t cpn = (int64_t)C.n[0] * C.n[1];
     std::vector<int64_t> cidx((size_t)nc);
     for (int64_t q = 0; q < nc; q++)
-        cidx[(size_t)q] = src->cidx[q] / cpn * mg_plane(C) + src->cidx[q] % cpn;
+        cidx[(size_t)q] = src->cidx[q] / cpn * mg_plane(C) + src->cidx[q] % cpn / C.n[0] * C.rp +
+                          src->cidx[q] % C.n[0];
     const T *cinv = nullptr;
     if (!rc) rc = dev_values<T>(g, ct.data(), nc * nc, &cinv, err);
     g->cinv_t = (void *)cinv;
@@ -780,11 +787,12 @@ static int check_memory(const cuda_mg *g, heat_error *err)
     size_t free_b = 0, total_b = 0;
     MG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const heat_mg_level *L0 = &g->m->lv[0];
-    /* level 0's arrays (and classes) in the field's padded planes; a split
-     * run's level 0 is a box of its own, unpadded */
-    const int64_t rows0 = g->tail ? L0->bn[1] : g->rows0;
-    const double need = heat_mg_bytes_rows(g->m, g->is_float ? 4 : 8, rows0) +
-                        (g->m->cls ? (double)L0->points / (double)L0->bn[1] * (double)rows0 : 0.0);
+    /* level 0's arrays (and classes) in the field's padded rows and planes;
+     * a split run's level 0 is a box of its own, unpadded (rows0, rp0 its
+     * box's) */
+    const int64_t rows0 = g->rows0, rp0 = g->rp0;
+    const double need = heat_mg_bytes_rows(g->m, g->is_float ? 4 : 8, rp0, rows0) +
+                        (g->m->cls ? (double)rp0 * (double)rows0 * (double)L0->bn[2] : 0.0);
     if (need + (64 << 20) > (double)free_b)
         return heat_error_set(err, HEAT_ERUNTIME,
                               "cuda backend: the multigrid levels need %.3f GB, %.3f GB free of "
@@ -823,13 +831,14 @@ static int alloc_norms(cuda_mg *g, heat_error *err)
     return HEAT_OK;
 }
 
-int heat_cuda_mg_create(const heat_case *c, void *u, void *v, int64_t rows, cudaStream_t stream,
-                        const uint8_t *cls, const heat_coeffs *k, cuda_mg **out, heat_error *err)
+int heat_cuda_mg_create(const heat_case *c, void *u, void *v, int64_t rp, int64_t rows,
+                        cudaStream_t stream, const uint8_t *cls, const heat_coeffs *k,
+                        cuda_mg **out, heat_error *err)
 {
     *out = nullptr;
     cuda_mg *g = new_cuda_mg(c, stream);
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
-    g->rows0 = (int)rows;
+    g->rows0 = (int)rows, g->rp0 = (int)rp;
     int rc = heat_mg_build(c, cls, k, &g->m, err);
     if (!rc) rc = check_memory(g, err);
     if (!rc)
@@ -1096,6 +1105,8 @@ int heat_cuda_mg_create_part(const heat_case *c, const heat_part *part, const he
     if (!g) return heat_error_set(err, HEAT_ERUNTIME, "cuda backend: out of memory");
     heat_mg_xchg_init(&g->xchg, c, part, comm, &g->dist);
     int rc = heat_mg_build_part(c, &g->dist, clsw, clo, cn, k, &g->m, &g->tail, err);
+    if (!rc) /* level 0's own buffers over its box, unpadded */
+        g->rows0 = (int)g->m->lv[0].bn[1], g->rp0 = (int)g->m->lv[0].bn[0];
     heat_mg_xchg_clear(&g->xchg);
     /* the cycle's exchanges: GPU memory through page-locked buffers (the
      * build's, of host arrays, ran through plain ones, freed here) */
@@ -1188,7 +1199,8 @@ int heat_cuda_mg_mixed(cuda_mg *g, double rel, int *cycles, int *inner_out, doub
     const heat_mg *m = g->m;
     if (g->is_float || g->c.d.general || m->implicit || m->singular || g->point_l0) return HEAT_OK;
     /* the float level 0's buffers are laid out as the double's (the same
-     * plane stride): narrowed and widened value by value, pads included */
+     * row and plane strides, in values: heat_mg_gpu_row_pitch makes whole
+     * groups of either): narrowed and widened value by value, pads included */
     const long long np = (long long)g->ld[0].n[2] * mg_plane(g->ld[0]);
     heat_case cf = g->c;
     cf.solver.precision = HEAT_FLOAT;
@@ -1203,7 +1215,8 @@ int heat_cuda_mg_mixed(cuda_mg *g, double rel, int *cycles, int *inner_out, doub
                  ? HEAT_OK
                  : heat_error_set(err, HEAT_ERUNTIME, "cuda multigrid: %s", cudaGetErrorString(e));
     if (!rc)
-        rc = heat_cuda_mg_create(&cf, uf, vf, g->ld[0].rows, g->stream, nullptr, nullptr, &gf, err);
+        rc = heat_cuda_mg_create(&cf, uf, vf, g->ld[0].rp, g->ld[0].rows, g->stream, nullptr,
+                                 nullptr, &gf, err);
     if (!rc) {
         /* the float hierarchy solves A e = r: its finest right-hand side is
          * the narrowed residual (held nodes keep a zero correction) */

@@ -66,21 +66,25 @@ template <typename T> static __device__ __forceinline__ bool zheld(const mgd_lev
 }
 
 /* What a thread copies into a ring plane (its row ty + 1, its group at
- * column col of the shared row), wrapped into the grid: the node after a
- * row's last is its periodic neighbour (nx is a multiple of VX when VX >
- * 1); and its halo role: a group of the row below or above the tile, or
- * the value left or right of a tile row. */
+ * column col of the shared row), wrapped into the grid: where rows are
+ * packed (rp = n0, a multiple of VX when VX > 1) the node after a row's
+ * last is its periodic neighbour; past the nodes of a padded row (rp > n0)
+ * the pads, or any values of the row (none is a node's input); and its
+ * halo role: a group of the row below or above the tile, or the value left
+ * or right of a tile row, the right one of a row's last tile its node 0
+ * (the x+ neighbour of node n0 - 1, as cpu_mg.inc wraps on every face; see
+ * mg_fine_group::rows). */
 template <typename T, int VX, int BXT, int BP> struct mg_fine_copy {
     static constexpr int BX = BXT * VX, ROWS = BP + 2, RS = BX + 2 * VX;
     long long own, hoff;
     int ty, col, hrole, hrow, hcol;
 
-    __device__ __forceinline__ mg_fine_copy(int n0, int n1, int x0, int p0, int ig, int j)
+    __device__ __forceinline__ mg_fine_copy(int n0, int n1, int rp, int x0, int p0, int ig, int j)
     {
         const int tx = threadIdx.x, tid = tx + BXT * threadIdx.y;
         ty = threadIdx.y;
         col = VX + tx * VX;
-        own = (long long)(j % n1) * n0 + ig % n0;
+        own = (long long)(j % n1) * rp + ig % rp;
         hrole = hrow = hcol = 0;
         hoff = 0;
         if (tid < 2 * BXT) {
@@ -89,14 +93,14 @@ template <typename T, int VX, int BXT, int BP> struct mg_fine_copy {
             hrole = 1;
             hrow = r ? ROWS - 1 : 0;
             hcol = VX + g * VX;
-            hoff = (long long)hj * n0 + (x0 + g * VX) % n0;
+            hoff = (long long)hj * rp + (x0 + g * VX) % rp;
         } else if (tid - 2 * BXT < 2 * BP) {
             const int t = tid - 2 * BXT, r = t / 2, side = t % 2;
-            const int hx = side ? (x0 + BX) % n0 : (x0 == 0 ? n0 - 1 : x0 - 1);
+            const int hx = side ? (x0 + BX < n0 ? x0 + BX : 0) : (x0 == 0 ? n0 - 1 : x0 - 1);
             hrole = 2;
             hrow = r + 1;
             hcol = side ? VX + BX : VX - 1;
-            hoff = (long long)((p0 + r) % n1) * n0 + hx;
+            hoff = (long long)((p0 + r) % n1) * rp + hx;
         }
     }
     /* this thread's part of the plane at src into the ring plane pl */
@@ -198,6 +202,11 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     unsigned zw[3], nw[4], kk[7]; /* kk: the materials of the kept conductivities (keep) */
     long long dym, dyp;
     int dl, dr;
+    /* On a padded row (rp > n0), the group of node n0 - 1: that node's x+
+     * neighbour is node 0 (cpu_mg.inc wraps on every face; where x is not
+     * periodic the face's conductivity is 0, and only node 0's value gives
+     * the CPU's bits), not the pad after it (rows(), materials()). */
+    bool wrapfix;
 
     __device__ __forceinline__ mg_fine_group(const mgd_level<T> &L, const mgd_fine<T> &F, int sweep,
                                              int ig_, int j)
@@ -230,7 +239,8 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
         nw[0] = nw[1] = nw[2] = nw[3] = 0;
 #pragma unroll
         for (int q = 0; q < 7; q++) kk[q] = 0;
-        dym = (long long)(wrapm(jj, n1) - jj) * n0, dyp = (long long)(wrapp(jj, n1) - jj) * n0;
+        dym = (long long)(wrapm(jj, n1) - jj) * L.rp, dyp = (long long)(wrapp(jj, n1) - jj) * L.rp;
+        wrapfix = L.rp != n0 && ig < n0 && n0 <= ig + VX;
         dl = ig == 0 ? n0 - 1 : -1;
         dr = ig + VX >= n0 ? -(ig + VX - 1) : 1;
     }
@@ -263,6 +273,10 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
     {
         in.kzm = zw[0], in.kc = zw[1], in.kzp = zw[2];
         in.kym = nw[0], in.kyp = nw[1], in.kl = nw[2], in.kr = nw[3];
+        if (wrapfix && n0 < ig + VX) { /* node n0 - 1's right: node 0's material (kr) */
+            const int sh = 8 * (n0 - ig);
+            in.kc = (in.kc & ~(0xffu << sh)) | (in.kr << sh);
+        }
         zw[0] = zw[1], zw[1] = zw[2];
         if (rowin && grpin && k + 1 < k1) {
             zw[2] = mtl_word<VX>(F.mtl + (long long)wrapp(k + 1, n2) * sz + colp);
@@ -496,6 +510,13 @@ template <typename T, int PASS, bool DG, int VX, int MT = MG_ONE> struct mg_fine
         in.ym = vload<T, VX>(&pc[ty][col]);
         in.yp = vload<T, VX>(&pc[ty + 2][col]);
         in.left = pc[ty + 1][col - 1], in.right = pc[ty + 1][col + VX];
+        if (wrapfix) { /* node 0: the right halo of the row's last tile (mg_fine_copy) */
+            const T w0 = pc[ty + 1][RS - VX];
+#pragma unroll
+            for (int e = 1; e < VX; e++)
+                if (ig + e == n0) in.cur.v[e] = w0; /* a pad's place: never stored */
+            if (ig + VX == n0) in.right = w0;
+        }
     }
 
     /* the end of a norms pass (every thread of the block) */
@@ -521,11 +542,11 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
     const int ig = x0 + threadIdx.x * VX, j = p0 + threadIdx.y;
     const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
-    const long long sz = (long long)n0 * L.rows; /* mg_plane(L), from n0 */
+    const long long sz = (long long)L.rp * L.rows; /* mg_plane(L) */
     const T *x = PASS == P_SMOOTH && (sweep & 1) ? L.x1 : L.x0;
     T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
 
-    const mg_fine_copy<T, VX, BXT, BP> cp(n0, n1, x0, p0, ig, j);
+    const mg_fine_copy<T, VX, BXT, BP> cp(n0, n1, L.rp, x0, p0, ig, j);
     /* Plane k (k0 - 1 .. k1, wrapped into the grid) into its ring slot. */
     auto slot = [&](int k) { return (k - k0 + 1) % D; };
     auto issue = [&](int k) {
@@ -535,7 +556,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     /* MT: the face conductivities staged (a barrier before the first
      * keep reads them) */
     __shared__ T skf[MT ? MG_FINE_NMAT * MG_FINE_NMAT : 1];
-    const long long colp = (long long)j * n0 + ig; /* rowin, grpin */
+    const long long colp = (long long)j * L.rp + ig; /* rowin, grpin */
     if (MT) {
         const int tid = threadIdx.x + BXT * threadIdx.y;
         for (int q = tid; q < F.nmat * F.nmat; q += BXT * BP) skf[q] = F.kf[q];
@@ -560,7 +581,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
         if (k + P <= k1) issue(k + P);
         __pipeline_commit();
         __pipeline_wait_prior(P - 1);
-        const long long p = (long long)k * sz + (long long)j * n0 + ig; /* rowin, grpin */
+        const long long p = (long long)k * sz + (long long)j * L.rp + ig; /* rowin, grpin */
         const bool work = g.rowin && g.grpin && !zheld(L, k);
         mg_fine_in<T, VX> in;
         g.inputs(in, L, F, out, p, work);
@@ -612,11 +633,11 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
     const int x0 = blockIdx.x * BX, p0 = blockIdx.y * BP;
     const int ig = x0 + threadIdx.x * VX, j = p0 + threadIdx.y;
     const int k0 = blockIdx.z * kchunk, k1 = min(k0 + kchunk, n2);
-    const long long sz = (long long)n0 * L.rows; /* mg_plane(L), from n0 */
+    const long long sz = (long long)L.rp * L.rows; /* mg_plane(L) */
     const T *x = PASS == P_SMOOTH && (sweep & 1) ? L.x1 : L.x0;
     T *out = PASS == P_SMOOTH && (sweep & 1) ? L.x0 : L.x1;
 
-    const mg_fine_copy<T, VX, BXT, BP> cp(n0, n1, x0, p0, ig, j);
+    const mg_fine_copy<T, VX, BXT, BP> cp(n0, n1, L.rp, x0, p0, ig, j);
     auto slot = [&](int k) { return (k - k0 + 1) % D; };
     auto issue = [&](int k) {
         cp.issue(sm[slot(k)], x + (long long)(k < 0 ? k + n2 : k >= n2 ? k - n2 : k) * sz);
@@ -636,7 +657,7 @@ __global__ void __launch_bounds__(BXT *BP, MINB)
 
     for (int k = k0; k < k1; k += 2) {
         const bool two = k + 1 < k1;
-        const long long p = (long long)k * sz + (long long)j * n0 + ig; /* rowin, grpin */
+        const long long p = (long long)k * sz + (long long)j * L.rp + ig; /* rowin, grpin */
         const bool zh0 = zheld(L, k), zh1 = two && zheld(L, k + 1);
         const bool work0 = g.rowin && g.grpin && !zh0, work1 = g.rowin && g.grpin && two && !zh1;
         mg_fine_in<T, VX> a, b; /* planes k, k + 1 */
@@ -770,10 +791,10 @@ cudaError_t heat_cuda_mg_fine_pass(const mgd_level<T> &L, const mgd_fine<T> &F, 
     constexpr int V = 16 / sizeof(T);
     if (F.mtl) {
         if (F.nmat > MG_FINE_NMAT) return cudaErrorInvalidValue; /* launch_pass's point kernel */
-        if (L.n[0] % V == 0) return launch_vx<T, PASS, V, true>(L, F, sweep, pair, norms, stream);
+        if (L.rp % V == 0) return launch_vx<T, PASS, V, true>(L, F, sweep, pair, norms, stream);
         return launch_vx<T, PASS, 1, true>(L, F, sweep, pair, norms, stream);
     }
-    if (L.n[0] % V == 0) return launch_vx<T, PASS, V, false>(L, F, sweep, pair, norms, stream);
+    if (L.rp % V == 0) return launch_vx<T, PASS, V, false>(L, F, sweep, pair, norms, stream);
     return launch_vx<T, PASS, 1, false>(L, F, sweep, pair, norms, stream);
 }
 

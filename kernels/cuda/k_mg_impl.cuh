@@ -155,9 +155,13 @@ template <typename T> __device__ __forceinline__ unsigned long long abs_bits(T v
 
 template <typename T> struct mgd_level {
     int n[3];
-    int rows;           /* rows a plane of x0, x1, b: n[1], or more (the finest level's padding) */
-    T *x0, *x1, *b;     /* b NULL: zero */
-    const T *t[3], *dg; /* coarse levels; dg NULL: zero */
+    int rows; /* rows a plane of x0, x1, b: n[1], or more (the finest level's padding) */
+    /* values a row of x0, x1, b and the per-node arrays: n[0], or more (the
+     * finest level of one process: whole groups, heat_mg_gpu_row_pitch);
+     * what lies past n[0] stays finite (zeros, or shifted zeros) */
+    int rp;
+    T *x0, *x1, *b;           /* b NULL: zero */
+    const T *t[3], *dg;       /* coarse levels; dg NULL: zero */
     const T *v[3], *ih[3];    /* axes */
     const int *pp[3], *pr[3]; /* prolongation (this level's nodes) and restriction tables */
     const T *wp[3], *wr[3];
@@ -169,7 +173,7 @@ template <typename T> struct mgd_level {
 /* The distance of L's planes in its arrays, in values. */
 template <typename T> __host__ __device__ __forceinline__ long long mg_plane(const mgd_level<T> &L)
 {
-    return (long long)L.n[0] * L.rows;
+    return (long long)L.rp * L.rows;
 }
 
 /* The finest level's tables and arrays. */
@@ -213,6 +217,7 @@ struct cuda_mg {
     cudaStream_t stream;
     int sms;
     int rows0; /* rows a plane of the field's buffers (heat_cuda_mg_create) */
+    int rp0;   /* values a row of them */
     mgd_level<float> lf[HEAT_MG_LEVELS_MAX];
     mgd_level<double> ld[HEAT_MG_LEVELS_MAX];
     mgd_fine<float> ff;
