@@ -232,8 +232,9 @@ elseif(HEAT_TEST STREQUAL "plot")
   endforeach()
 
 elseif(HEAT_TEST STREQUAL "examples")
-  # Every example deck is valid and runs (a few steps, on the CPU); the chip
-  # deck of the README says what the README says it does.
+  # Every example deck is valid and runs (a few steps, on the CPU), every
+  # measurement deck in tools/ is valid; the chip deck of the README says
+  # what the README says it does.
   file(GLOB decks ${SRC}/docs/examples/*.cfg)
   list(LENGTH decks n)
   if(n LESS 4)
@@ -244,6 +245,12 @@ elseif(HEAT_TEST STREQUAL "examples")
     run("heat check ${name}.cfg" ${HEAT} check ${deck})
     run("heat run ${name}.cfg, 3 steps" ${HEAT} run ${deck} --quiet --set time.max_steps=3
         --set "output.dir=\"${WORK}/${name}\"" --set "solver.backend=\"cpu\"")
+  endforeach()
+  # The measurement decks of docs/PERFORMANCE.md (tools/) are valid too.
+  file(GLOB tdecks ${SRC}/tools/*.cfg)
+  foreach(deck ${tdecks})
+    get_filename_component(name ${deck} NAME)
+    run("heat check tools/${name}" ${HEAT} check ${deck})
   endforeach()
   execute_process(COMMAND ${HEAT} check ${SRC}/docs/examples/chip.cfg OUTPUT_VARIABLE out)
   foreach(want "injecting 2 W" "material        mold (0)" "material        copper (3)"
