@@ -223,7 +223,7 @@ static void print_output(const heat_case *c)
         printf("every %lld steps, ", (long long)c->output.checkpoint_every);
     if (c->output.checkpoint_wall > 0)
         printf("every %g s of wall time, ", c->output.checkpoint_wall);
-    printf("at the end and on SIGINT/SIGTERM; the newest %lld kept\n",
+    printf("at the end and on SIGINT/SIGTERM/SIGHUP; the newest %lld kept\n",
            (long long)c->output.keep_checkpoints);
     char deflate[32] = "off";
     if (c->output.compress) snprintf(deflate, sizeof deflate, "level %d", c->output.compress);

@@ -38,9 +38,10 @@ const char heat_usage_run[] =
     "checked every steady.check_every steps, or after every V-cycle with\n"
     "steady.method = \"multigrid\"), whichever comes first, or when the residual\n"
     "stalls above the tolerance (no new low in steady.stall_checks checks: exit status\n"
-    "3); Ctrl-C or SIGTERM stops at the end of the current batch of steps (up to the\n"
-    "next check, snapshot or checkpoint step, at most about 0.2 s of work) and writes a\n"
-    "checkpoint (a second Ctrl-C ends at once). The run locks output.dir for its life:\n"
+    "3); Ctrl-C, SIGTERM or SIGHUP (the terminal closed; not under nohup) stops at the\n"
+    "end of the current batch of steps (up to the next check, snapshot or checkpoint\n"
+    "step, at most about 0.2 s of work) and writes a checkpoint (a second Ctrl-C ends\n"
+    "at once). The run locks output.dir for its life:\n"
     "a second run there is refused.\n"
     "In output.dir: history.csv (step, time, residual max |du/dt|, wall seconds, the\n"
     "field's min, max and mean, multigrid's reduction and cycles), probes.csv (with\n"
@@ -52,7 +53,7 @@ const char heat_usage_run[] =
     "\n"
     "exit status: 0 done, 1 runtime failure, 2 bad usage or deck (solver.backend =\n"
     "\"cuda\" in a heat built without CUDA included), 3 steady run or an implicit\n"
-    "step's solve stalled, 130 / 143 after SIGINT / SIGTERM\n";
+    "step's solve stalled, 130 / 143 / 129 after SIGINT / SIGTERM / SIGHUP\n";
 
 /* A stall's advice: more precision helps only a run that is not already in
  * double, so a double run is told of the tolerance alone. */
@@ -89,7 +90,10 @@ int heat_cmd_run(const heat_cli_args *a)
     }
     if (res.reason == HEAT_STOP_SIGNAL) {
         fprintf(stderr, "heat: stopped by %s at step %lld\n",
-                res.signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)res.final_step);
+                res.signal == SIGINT   ? "SIGINT"
+                : res.signal == SIGHUP ? "SIGHUP"
+                                       : "SIGTERM",
+                (long long)res.final_step);
         return 128 + res.signal;
     }
     char advice[128];

@@ -184,6 +184,7 @@ static int start_writer(heat_output *o, heat_error *err)
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &block, &old);
     int e = pthread_create(&o->thread, NULL, writer_main, o);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

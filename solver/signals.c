@@ -22,6 +22,11 @@ void heat_signals_install(void)
     sa.sa_flags = SA_RESETHAND; /* the second signal takes the default action */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* SIGHUP (the terminal closed): the same, unless it is ignored (nohup),
+     * which the user then wants kept */
+    struct sigaction hup;
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+        sigaction(SIGHUP, &sa, NULL);
     /* Past a file size limit (ulimit -f, a batch system's) a write fails
      * with EFBIG, which the writers report as they report a full disk,
      * instead of the signal ending the program in the middle of a file. */

@@ -31,7 +31,7 @@ static void test_help_main(void **state)
         expect_rc(&r, 0);
         const char *want[] = {"heat run", "heat check", "--set", "--restart", "--overwrite",
                               "--quiet", "--version", "exit status", "0 done", "1 runtime", "2 bad",
-                              "130", "143", "SIGINT", "SIGTERM",
+                              "130", "143", "129", "SIGINT", "SIGTERM", "SIGHUP",
                               /* exit status 3 for both kinds of stall, as heat run --help */
                               "3 steady run or an\n             implicit step's solve stalled"};
         for (size_t k = 0; k < sizeof want / sizeof *want; k++) EXPECT_OUT(&r, want[k]);

@@ -1,7 +1,8 @@
 /* heat run end to end: the real program run in scratch directories. The
  * default deck, the summary, --quiet, the output directory guard,
  * --restart, the stop reasons, history.csv, a run that blows up (exit 1)
- * and SIGINT/SIGTERM (exit 130/143). */
+ * and SIGINT/SIGTERM/SIGHUP (exit 130/143/129; SIGHUP ignored under
+ * nohup). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -743,7 +744,9 @@ static void sleep_seconds(double s)
 }
 
 /* Starts `heat run long.cfg` in `dir` on a 64^3 grid, output to the files
- * named, with default signal dispositions; returns its pid. */
+ * named, with default signal dispositions (SIGHUP ignored where
+ * start_nohup, as nohup leaves it); returns its pid. */
+static int start_nohup;
 static pid_t start_long_run(const char *dir, const char *out_path, const char *err_path)
 {
     fflush(NULL);
@@ -753,6 +756,7 @@ static pid_t start_long_run(const char *dir, const char *out_path, const char *e
         /* a clean slate: default dispositions, nothing blocked */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, start_nohup ? SIG_IGN : SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -898,6 +902,40 @@ static void test_sigterm_exits_143(void **state)
     run_and_signal("sigterm", SIGTERM, "SIGTERM");
 }
 
+/* The terminal closed: as SIGTERM, with a checkpoint, exit 129. */
+static void test_sighup_exits_129(void **state)
+{
+    (void)state;
+    run_and_signal("sighup", SIGHUP, "SIGHUP");
+}
+
+/* Under nohup (SIGHUP ignored when heat starts) a SIGHUP changes nothing:
+ * the run goes on until a SIGTERM stops it. */
+static void test_sighup_ignored_under_nohup(void **state)
+{
+    (void)state;
+    char dir[4096], out_path[4200], err_path[4200];
+    scratch(dir, sizeof dir, "nohup");
+    write_deck(dir, "long.cfg", "time = { max_steps = 100000000; };", "");
+    path_in(out_path, sizeof out_path, dir, "stdout.txt");
+    path_in(err_path, sizeof err_path, dir, "stderr.txt");
+    const double t0 = now_seconds();
+    start_nohup = 1;
+    pid_t pid = start_long_run(dir, out_path, err_path);
+    start_nohup = 0;
+    wait_until_running(pid, dir, err_path, t0);
+    assert_int_equal(kill(pid, SIGHUP), 0);
+    sleep_seconds(1.0); /* a stop takes at most about 0.2 s of work */
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+        char *e = test_read_file(err_path);
+        fail_msg("a SIGHUP under nohup ended the run (status 0x%x):\n%s", st, e ? e : "");
+    }
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    st = wait_for_stop(pid, "SIGTERM");
+    expect_stopped_by(st, SIGTERM, "SIGTERM", out_path, err_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -918,6 +956,8 @@ int main(void)
         cmocka_unit_test(test_multigrid_divergence_exits_1),
         cmocka_unit_test(test_sigint_exits_130),
         cmocka_unit_test(test_sigterm_exits_143),
+        cmocka_unit_test(test_sighup_exits_129),
+        cmocka_unit_test(test_sighup_ignored_under_nohup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
