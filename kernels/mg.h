@@ -300,9 +300,10 @@ double heat_mg_bytes_rows(const heat_mg *m, int vs, int64_t rp0, int64_t rows0);
 /* The rows a plane of the finest level's arrays holds on the GPU (the CUDA
  * backend's field buffers of a multigrid case, which are that level,
  * included) for a grid of n points and values of vs bytes: n[1], and where
- * a plane is 2 MiB (512 x 512 doubles, 256 x 1024, 1024 x 512 floats...),
- * n[1] / 64 more, rounded up (3D only), so that planes lie n[0] times that
- * many values apart. With planes 2 MiB apart the ring of the finest sweeps
+ * a plane of rows heat_mg_gpu_row_pitch apart is 2 MiB (512 x 512 doubles,
+ * 511 x 512 too, 256 x 1024, 1024 x 512 floats...), n[1] / 64 more,
+ * rounded up (3D only), so that planes lie the row pitch times that many
+ * values apart. With planes 2 MiB apart the ring of the finest sweeps
  * reads 3.5% more from DRAM per node and the double sweeps take up to 3.6%
  * longer; padded planes of 1 or 4 MiB were slower (docs/PERFORMANCE.md,
  * "padded planes"). HEAT_CUDA_MG_PAD=r pads r rows in every 3D grid

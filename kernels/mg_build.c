@@ -878,7 +878,9 @@ int64_t heat_mg_gpu_rows(const int64_t n[3], size_t vs)
     if (n[2] <= 1) return n[1];
     const char *e = getenv("HEAT_CUDA_MG_PAD");
     if (e && *e && atoll(e) >= 0) return n[1] + atoll(e);
-    return n[0] * n[1] * (int64_t)vs == 2 << 20 ? n[1] + (n[1] + 63) / 64 : n[1];
+    /* the plane as laid out: its rows padded (511 x 512 doubles is 2 MiB too) */
+    return heat_mg_gpu_row_pitch(n) * n[1] * (int64_t)vs == 2 << 20 ? n[1] + (n[1] + 63) / 64
+                                                                    : n[1];
 }
 
 /* The levels as heat_mg_build adds them, axes only, into *out, and whether
